@@ -1,1 +1,25 @@
-"""labsupport.proxy."""
+"""kube-proxy as pure functions: given Services, EndpointSlices and a Node, the rules a real node would hold."""
+from __future__ import annotations
+
+from typing import Iterable
+
+MODES = ("iptables", "nftables", "ipvs")
+
+
+def render(mode: str, services: Iterable[dict], endpointslices: Iterable[dict], node: dict,
+           config: dict | None = None, *, service_cidrs: Iterable[str] = ("10.96.0.0/12",),
+           nfacct: bool = False) -> str:
+    """The rules kube-proxy on `node` writes in `mode`: an iptables-save dump, an `nft -f` transaction or IPVS text."""
+    if mode == "iptables":
+        from labsupport.proxy.iptables import render_iptables
+        return render_iptables(services, endpointslices, node, config, nfacct=nfacct)
+    if mode == "nftables":
+        from labsupport.proxy.nftables import render_nftables
+        return render_nftables(services, endpointslices, node, config, service_cidrs=service_cidrs)
+    if mode == "ipvs":
+        from labsupport.proxy.ipvs import render_ipvs
+        return render_ipvs(services, endpointslices, node, config, nfacct=nfacct)
+    raise ValueError(f'unknown proxy mode "{mode}": use one of {", ".join(MODES)}')
+
+
+__all__ = ["render", "MODES"]
