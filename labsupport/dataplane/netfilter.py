@@ -323,8 +323,7 @@ class Program:
                         else:
                             verdict = st[2].get(ctx.choices.pick(st[1]))
                         if verdict is None:
-                            if record:
-                                ctx.hits.append((rule, "no element matched"))
+                            rule.packets -= 1
                             break
                         vkind = verdict[0]
                         if record:
