@@ -7,7 +7,7 @@ import ipaddress
 from typing import Iterable
 
 from labsupport.proxy.topology import (Endpoint, NodeInfo, ProxyConfig, ServicePort, categorize, group_slices,
-                                       node_port_ips, service_ports, slice_endpoints, sort_key)
+                                       node_port_ips, paused_gc, service_ports, slice_endpoints, sort_key)
 
 LARGE_CLUSTER_THRESHOLD = 1000
 
@@ -44,7 +44,8 @@ JUMP_RULES = {
 
 
 def _hash(text: str) -> str:
-    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode()
+    # base32 of the first 10 digest bytes is exactly the first 16 characters of the full encoding.
+    return base64.b32encode(hashlib.sha256(text.encode()).digest()[:10]).decode()
 
 
 def chain_name(prefix: str, port: ServicePort) -> str:
@@ -190,15 +191,17 @@ def _write_port(t: _Tables, port: ServicePort, endpoints: tuple[Endpoint, ...], 
             for ip in port.load_balancer_ips:
                 rules.append(f"{head} -s {ip} -j {ext_chain}")
 
+    prefix = port.port_name_string + proto
+    sep_names = {ep.key: "KUBE-SEP-" + _hash(prefix + ep.key) for ep in sel.reachable}
     if uses_cluster:
-        _write_balancing(nat.setdefault(svc_chain, []), port, svc_chain, sel.cluster, large)
+        _write_balancing(nat.setdefault(svc_chain, []), port, svc_chain, sel.cluster, large, sep_names)
     if uses_local:
-        _write_balancing(nat.setdefault(svl_chain, []), port, svl_chain, sel.local, large)
+        _write_balancing(nat.setdefault(svl_chain, []), port, svl_chain, sel.local, large, sep_names)
 
     comment = "" if large else f" -m comment --comment {name}"
     affinity = port.affinity_timeout > 0
     for ep in sel.reachable:
-        sep = endpoint_chain_name(port, ep.key)
+        sep = sep_names[ep.key]
         nat[sep] = [
             f"-A {sep}{comment} -s {ep.ip} -j KUBE-MARK-MASQ",
             f"-A {sep}{comment}{f' -m recent --name {sep} --set' if affinity else ''} {match} "
@@ -207,9 +210,9 @@ def _write_port(t: _Tables, port: ServicePort, endpoints: tuple[Endpoint, ...], 
 
 
 def _write_balancing(rules: list[str], port: ServicePort, chain: str, endpoints: tuple[Endpoint, ...],
-                     large: bool) -> None:
+                     large: bool, sep_names: dict[str, str]) -> None:
     name = port.port_name_string
-    seps = [(ep, endpoint_chain_name(port, ep.key)) for ep in endpoints]
+    seps = [(ep, sep_names[ep.key]) for ep in endpoints]
     if port.affinity_timeout > 0:
         for ep, sep in seps:
             comment = "" if large else f' -m comment --comment "{name} -> {ep.key}"'
@@ -309,9 +312,10 @@ def dump(filter_chains: dict[str, list[str]], nat_chains: dict[str, list[str]], 
 def render_iptables(services: Iterable[dict], endpointslices: Iterable[dict], node: dict, config: dict | None = None,
                     *, nfacct: bool = False, with_jumps: bool = False) -> str:
     """The `iptables-save` dump of kube-proxy's chains on `node` (filter then nat, chains sorted like upstream)."""
-    filt, nat = build_tables(services, endpointslices, NodeInfo.from_node(node), ProxyConfig.from_dict(config),
-                             nfacct)
-    return dump(filt, nat, with_jumps)
+    with paused_gc():
+        filt, nat = build_tables(services, endpointslices, NodeInfo.from_node(node), ProxyConfig.from_dict(config),
+                                 nfacct)
+        return dump(filt, nat, with_jumps)
 
 
 def count_rules(text: str) -> dict[str, int]:

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from labsupport.proxy.topology import (Endpoint, NodeInfo, ProxyConfig, ServicePort, categorize, group_slices,
-                                       node_port_ips, service_ports, slice_endpoints, slice_service_key, sort_key)
+                                       node_port_ips, paused_gc, service_ports, slice_endpoints,
+                                       slice_service_key, sort_key)
 
 TABLE = "ip kube-proxy"
 NAME_MAX = 256 - 16
@@ -29,7 +30,7 @@ ELEMENT_ORDER = ("cluster-ips", "nodeport-ips", "firewall-ips", "no-endpoint-nod
 
 
 def _base_name(name: str) -> str:
-    digest = base64.b32encode(hashlib.sha256(name.encode()).digest()).decode()[:8]
+    digest = base64.b32encode(hashlib.sha256(name.encode()).digest()[:5]).decode()
     full = f"{digest}-{name}"
     return full if len(full) <= NAME_MAX else full[:NAME_MAX - 3] + "..."
 
@@ -294,8 +295,9 @@ def render_nftables(services: Iterable[dict], endpointslices: Iterable[dict], no
     """The full `nft -f` transaction kube-proxy on `node` writes for these Services."""
     info = NodeInfo.from_node(node)
     cfg = ProxyConfig.from_dict(config)
-    per_service = [service_rules(ports, info, cfg) for ports in _ports_by_service(services, endpointslices)]
-    return transaction(base_statements(info, cfg, service_cidrs), per_service)
+    with paused_gc():
+        per_service = [service_rules(ports, info, cfg) for ports in _ports_by_service(services, endpointslices)]
+        return transaction(base_statements(info, cfg, service_cidrs), per_service)
 
 
 def cleanup_commands() -> str:

@@ -4,13 +4,16 @@ The inputs are Kubernetes API dicts; the outputs are small frozen records that e
 """
 from __future__ import annotations
 
+import gc
 import ipaddress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 DEFAULT_AFFINITY_TIMEOUT = 10800
+_EMPTY: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
@@ -59,24 +62,24 @@ class ServicePort:
         return (self.namespace, self.name)
 
 
-@dataclass(frozen=True)
-class Endpoint:
+class Endpoint(NamedTuple):
     """One endpoint address:port of a Service port, with its conditions and topology."""
 
     ip: str
     port: int
+    key: str                        # "ip:port", the string endpoints are sorted and named by
     node_name: str = ""
     zone: str = ""
     ready: bool = True
     serving: bool = True
     terminating: bool = False
-    zone_hints: frozenset[str] = field(default_factory=frozenset)
-    node_hints: frozenset[str] = field(default_factory=frozenset)
+    zone_hints: frozenset = frozenset()
+    node_hints: frozenset = frozenset()
 
-    @property
-    def key(self) -> str:
-        """`ip:port`, the string endpoints are sorted and named by."""
-        return f"{self.ip}:{self.port}"
+    @classmethod
+    def make(cls, ip: str, port: int, **kw) -> "Endpoint":
+        """An Endpoint with its key filled in."""
+        return cls(ip, port, f"{ip}:{port}", **kw)
 
 
 @dataclass(frozen=True)
@@ -177,13 +180,15 @@ def slice_endpoints(endpointslices: Iterable[dict]) -> dict[tuple[str, str], tup
                 ready = cond.get("ready")
                 serving = cond.get("serving")
                 hints = ep.get("hints") or {}
-                endpoint = Endpoint(
-                    ip=addresses[0], port=number, node_name=ep.get("nodeName") or "", zone=ep.get("zone") or "",
-                    ready=ready is None or bool(ready), serving=serving is None or bool(serving),
-                    terminating=bool(cond.get("terminating")),
-                    zone_hints=frozenset(h.get("name", "") for h in hints.get("forZones") or ()),
-                    node_hints=frozenset(h.get("name", "") for h in hints.get("forNodes") or ()))
-                bucket.setdefault(endpoint.key, endpoint)
+                ip = addresses[0]
+                key = f"{ip}:{number}"
+                if key in bucket:
+                    continue
+                bucket[key] = Endpoint(
+                    ip, number, key, ep.get("nodeName") or "", ep.get("zone") or "",
+                    ready is None or bool(ready), serving is None or bool(serving), bool(cond.get("terminating")),
+                    frozenset(h.get("name", "") for h in hints["forZones"]) if hints.get("forZones") else _EMPTY,
+                    frozenset(h.get("name", "") for h in hints["forNodes"]) if hints.get("forNodes") else _EMPTY)
     return {key: tuple(bucket[k] for k in sorted(bucket)) for key, bucket in merged.items()}
 
 
@@ -352,3 +357,15 @@ def node_port_ips(node: NodeInfo, config: ProxyConfig, default_primary: bool) ->
 def sort_key(port: ServicePort) -> tuple[str, str]:
     """Stable order for Service ports: by `ns/name:port` then protocol."""
     return (port.port_name_string, port.protocol)
+
+
+@contextmanager
+def paused_gc():
+    """Pause the cyclic garbage collector while building large rule sets (they create no cycles)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

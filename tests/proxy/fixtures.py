@@ -68,3 +68,66 @@ def two_services() -> tuple[list[dict], list[dict]]:
 
 
 GOLDEN_CONFIG = {"clusterCIDR": "10.0.0.0/8"}
+
+
+def scenario(kind: str) -> tuple[list[dict], list[dict]]:
+    """Services and slices for a named case: affinity, local, nodeport, noendpoints, loadbalancer, externalip."""
+    p80 = [{"name": "p80", "port": 80, "protocol": "TCP"}]
+    two_nodes = [endpoint("10.0.1.1", node="node1"), endpoint("10.0.2.1", node="node2")]
+    if kind == "affinity":
+        svc = service("ns1", "svc1", "172.30.0.41", [port("p80", 80)], sessionAffinity="ClientIP",
+                      sessionAffinityConfig={"clientIP": {"timeoutSeconds": 10800}})
+        return [svc], [endpointslice("ns1", "svc1", two_nodes, p80)]
+    if kind == "local":
+        svc = service("ns1", "svc1", "172.30.0.41", [port("p80", 80, node_port=30080)], type="LoadBalancer",
+                      externalTrafficPolicy="Local", healthCheckNodePort=30999,
+                      status={"loadBalancer": {"ingress": [{"ip": "5.6.7.8"}]}})
+        return [svc], [endpointslice("ns1", "svc1", two_nodes, p80)]
+    if kind == "local-none":
+        svc = service("ns1", "svc1", "172.30.0.41", [port("p80", 80, node_port=30080)], type="NodePort",
+                      externalTrafficPolicy="Local")
+        return [svc], [endpointslice("ns1", "svc1", [endpoint("10.0.2.1", node="node2")], p80)]
+    if kind == "nodeport":
+        svc = service("ns1", "svc1", "172.30.0.41", [port("p80", 80, node_port=3001)], type="NodePort")
+        return [svc], [endpointslice("ns1", "svc1", two_nodes, p80)]
+    if kind == "noendpoints":
+        svc = service("ns1", "svc1", "172.30.0.41", [port("p80", 80, node_port=30080)], type="NodePort",
+                      externalIPs=["192.168.99.11"])
+        return [svc], [endpointslice("ns1", "svc1", [], p80)]
+    if kind == "loadbalancer":
+        svc = service("ns1", "svc1", "172.30.0.41", [port("p80", 80, node_port=30080)], type="LoadBalancer",
+                      loadBalancerSourceRanges=["203.0.113.0/24"],
+                      status={"loadBalancer": {"ingress": [{"ip": "5.6.7.8"}]}})
+        return [svc], [endpointslice("ns1", "svc1", two_nodes, p80)]
+    if kind == "externalip":
+        svc = service("ns1", "svc1", "172.30.0.41", [port("p80", 80)], externalIPs=["192.168.99.11"])
+        return [svc], [endpointslice("ns1", "svc1", two_nodes, p80)]
+    if kind == "internal-local":
+        svc = service("ns1", "svc1", "172.30.0.41", [port("p80", 80)], internalTrafficPolicy="Local")
+        return [svc], [endpointslice("ns1", "svc1", two_nodes, p80)]
+    raise KeyError(kind)
+
+
+SCENARIOS = ("affinity", "local", "local-none", "nodeport", "noendpoints", "loadbalancer", "externalip",
+             "internal-local")
+
+
+def many_services(count: int, per_service: int, svc_type: str = "ClusterIP") -> tuple[list[dict], list[dict]]:
+    """count Services with per_service endpoints each, shaped like upstream's generateServiceEndpoints."""
+    services, slices = [], []
+    for i in range(count):
+        ip = f"172.{16 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}"
+        p = {"name": "8080", "port": 80 + (i % 1000), "protocol": "TCP"}
+        extra: dict = {}
+        if svc_type in ("NodePort", "LoadBalancer"):
+            p["nodePort"] = 30000 + i
+        if svc_type == "LoadBalancer":
+            extra = {"externalIPs": ["1.2.3.4"], "loadBalancerSourceRanges": [" 1.2.3.4/28"],
+                     "healthCheckNodePort": 32000 + count + i,
+                     "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}}
+        services.append(service("namespace", f"svc{i}", ip, [p], type=svc_type, **extra))
+        eps = [endpoint(f"10.{100 + (j >> 16)}.{(j >> 8) & 255}.{j & 255}")
+               for j in range(i * per_service, (i + 1) * per_service)]
+        slices.append(endpointslice("namespace", f"svc{i}", eps, [{"name": "8080", "port": 8080, "protocol": "TCP"}],
+                                    name=f"svc{i}"))
+    return services, slices
