@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from labsupport.dataplane import netfilter as nf
-from labsupport.dataplane.netfilter import Chain, Program, Rule, RulesSyntaxError, ip_to_int, parse_cidr, proto_name
+from labsupport.dataplane.netfilter import (Chain, Program, Rule, RulesSyntaxError, int_to_ip, ip_to_int, parse_cidr,
+                                            proto_name)
 
 WHAT = "nft"
 FAMILIES = ("ip", "ip6", "inet", "arp", "bridge", "netdev")
@@ -300,7 +301,7 @@ class NftRuleset:
         elif what == "element":
             s = self._set(cur, table, name, name_tok)
             cur.expect("{")
-            elements = self._elements(cur, s)
+            elements = self._elements(cur, s, need_values=verb in ("add", "create"))
             for key, value in elements:
                 if verb in ("add", "create"):
                     s.elements[key] = value
@@ -528,7 +529,7 @@ class NftRuleset:
             raise cur.error(f"unsupported set type {str(tok)!r}", tok)
         return kind
 
-    def _elements(self, cur: Cursor, s: NftSet) -> list:
+    def _elements(self, cur: Cursor, s: NftSet, need_values: bool = True) -> list:
         """Read `a . b : v, …}` (the opening brace already taken)."""
         out = []
         while True:
@@ -570,7 +571,7 @@ class NftRuleset:
                     raise cur.error(f"unexpected {str(word)!r} in the elements of {s.name}", word)
             if cur.peek() == ",":
                 cur.next()
-            if s.is_map and value is None:
+            if s.is_map and value is None and need_values:
                 raise cur.error(f"map {s.name} element {_key_text(key)} needs ': value'", tok)
             out.append((key, value))
 
@@ -608,7 +609,8 @@ class NftRuleset:
 
 
 def _key_text(key) -> str:
-    return " . ".join(map(str, key)) if isinstance(key, tuple) else str(key)
+    parts = key if isinstance(key, tuple) else (key,)
+    return " . ".join(int_to_ip(p) if isinstance(p, int) and p > 65535 else str(p) for p in parts)
 
 
 def _value(kind: str, tok) -> object:
