@@ -127,8 +127,6 @@ def _port_num_or_name(value: Any, path: str) -> list[FieldError]:
     if isinstance(value, str):
         if value == "":
             return [FieldError.required(path)]
-        if value.isdigit():
-            return _port_num(int(value), path)
         return [FieldError.invalid(path, value, msg) for msg in is_valid_port_name(value)]
     if value is None:
         value = 0
