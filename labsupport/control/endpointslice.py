@@ -164,8 +164,9 @@ def _endpoint_ports(service: dict, pod: dict) -> list[dict]:
 
 
 def _ports_key(ports: Iterable[dict] | None) -> tuple:
-    return tuple(sorted(((p.get("name") or "", p.get("port"), p.get("protocol") or "TCP",
-                          p.get("appProtocol") or "") for p in ports or ()), key=lambda t: (t[0], t[2], t[1] or 0, t[3])))
+    """A hashable port map, equal for equal sets of ports whatever their order."""
+    return tuple(sorted((p.get("name") or "", p.get("protocol") or "TCP", p.get("port") or 0,
+                         p.get("appProtocol") or "") for p in ports or ()))
 
 
 def _owned_by(slice_: dict, service: dict) -> bool:
@@ -223,22 +224,6 @@ def _copy_slice(slice_: dict) -> dict:
     copy["metadata"] = meta
     copy["endpoints"] = list(slice_.get("endpoints") or [])
     return copy
-
-
-def _endpoint_key(endpoint: dict) -> tuple:
-    """Endpoint identity, as upstream hashes it: addresses, hostname and the target's namespace and name."""
-    ref = endpoint.get("targetRef") or {}
-    addresses = endpoint.get("addresses") or ()
-    addresses = tuple(addresses) if len(addresses) == 1 else tuple(sorted(addresses))
-    return (addresses, endpoint.get("hostname") or "", ref.get("namespace") or "", ref.get("name") or "")
-
-
-def _endpoint_state(endpoint: dict) -> tuple:
-    """What else must match for an endpoint to count as unchanged (targetRef compared without resourceVersion)."""
-    cond = endpoint.get("conditions") or {}
-    ref = endpoint.get("targetRef") or {}
-    return (endpoint.get("nodeName"), endpoint.get("zone"), cond.get("ready"), cond.get("serving"),
-            cond.get("terminating"), ref.get("kind"), ref.get("uid"))
 
 
 def _ip_sort_key(address: str, hostname: str | None) -> tuple:
@@ -502,7 +487,8 @@ def _reconcile_port_map(service: dict, existing: list[dict], wanted: dict[tuple,
         new_endpoints = []
         changed = False
         for endpoint in old_endpoints:
-            # Identity and state inlined from _endpoint_key / _endpoint_state: this loop is the hot path.
+            # Identity (addresses, hostname, target namespace/name) and the fields that make an endpoint
+            # "changed" (targetRef compared without resourceVersion), inlined: this loop is the hot path.
             ref = endpoint.get("targetRef") or empty
             addresses = endpoint.get("addresses") or ()
             got = remaining.pop((tuple(addresses) if len(addresses) == 1 else tuple(sorted(addresses)),
@@ -687,37 +673,25 @@ def endpoints_for(service: dict, pods: Iterable[dict]) -> dict | None:
         address["targetRef"] = {"kind": "Pod", "namespace": meta.get("namespace") or "default",
                                 "name": meta.get("name"), "uid": meta.get("uid", "")}
         ready = publish_not_ready or _pod_ready(pod)
-        if not spec.get("ports") and headless:
-            port_lists = [[]]
-        else:
-            port_lists = []
-            for service_port in spec.get("ports") or ():
-                number = _find_port(pod, service_port)
-                if number is None:
-                    continue
-                port = {"name": service_port.get("name"), "port": number,
-                        "protocol": service_port.get("protocol") or "TCP"}
-                if not port["name"]:
-                    del port["name"]
-                if service_port.get("appProtocol"):
-                    port["appProtocol"] = service_port["appProtocol"]
-                port_lists.append([port])
-        for ports in port_lists:
-            key = _ports_key(ports)
-            subset = subsets.setdefault(key, {"addresses": [], "notReadyAddresses": [], "ports": ports})
-            subset["addresses" if ready else "notReadyAddresses"].append(address)
-    # Repack: subsets with identical address sets merge their ports, as upstream's RepackSubsets does.
-    merged: dict[tuple, dict] = {}
-    for subset in subsets.values():
-        addr_key = (tuple(sorted(a["ip"] for a in subset["addresses"])),
-                    tuple(sorted(a["ip"] for a in subset["notReadyAddresses"])))
-        if addr_key in merged:
-            merged[addr_key]["ports"].extend(subset["ports"])
-        else:
-            merged[addr_key] = {"addresses": subset["addresses"], "notReadyAddresses": subset["notReadyAddresses"],
-                                "ports": list(subset["ports"])}
+        ports = []
+        for service_port in spec.get("ports") or ():
+            number = _find_port(pod, service_port)
+            if number is None:
+                continue
+            port = {"name": service_port.get("name"), "port": number,
+                    "protocol": service_port.get("protocol") or "TCP"}
+            if not port["name"]:
+                del port["name"]
+            if service_port.get("appProtocol"):
+                port["appProtocol"] = service_port["appProtocol"]
+            ports.append(port)
+        if not ports and not (headless and not spec.get("ports")):
+            continue  # no port of this Service resolves on this pod
+        # Repacked as upstream's RepackSubsets does: addresses sharing the same set of ports share a subset.
+        subset = subsets.setdefault(_ports_key(ports), {"addresses": [], "notReadyAddresses": [], "ports": ports})
+        subset["addresses" if ready else "notReadyAddresses"].append(address)
     result_subsets = []
-    for subset in merged.values():
+    for subset in subsets.values():
         out: dict[str, Any] = {}
         if subset["addresses"]:
             out["addresses"] = sorted(subset["addresses"], key=lambda a: (_ip_key(a["ip"]), a["targetRef"]["uid"]))

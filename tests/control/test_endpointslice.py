@@ -521,3 +521,13 @@ def test_legacy_endpoints_capped_at_1000():
     assert sum(len(s.get("addresses", ())) for s in ep["subsets"]) == 1000
     small = endpoints_for(service(), [pod(i) for i in range(10)])
     assert "endpoints.kubernetes.io/over-capacity" not in small["metadata"].get("annotations", {})
+
+
+def test_legacy_endpoints_repacks_by_port_set():
+    ports = [{"name": "http", "port": 80, "targetPort": "web", "protocol": "TCP"},
+             {"name": "metrics", "port": 9100, "targetPort": 9100, "protocol": "TCP"}]
+    both = pod(1, container_ports=[{"name": "web", "containerPort": 8080, "protocol": "TCP"}])
+    one = pod(2)
+    ep = endpoints_for(service(ports=ports), [both, one])
+    shapes = sorted(([a["ip"] for a in s["addresses"]], [p["port"] for p in s["ports"]]) for s in ep["subsets"])
+    assert shapes == [(["10.1.0.2"], [8080, 9100]), (["10.1.0.3"], [9100])]
