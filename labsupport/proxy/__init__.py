@@ -23,3 +23,7 @@ def render(mode: str, services: Iterable[dict], endpointslices: Iterable[dict], 
 
 
 __all__ = ["render", "MODES"]
+
+from labsupport.proxy.agent import KubeProxy, ModeSwitch, SyncResult  # noqa: E402  (needs MODES above)
+
+__all__ += ["KubeProxy", "ModeSwitch", "SyncResult"]

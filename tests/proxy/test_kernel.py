@@ -75,3 +75,20 @@ def test_nft_incremental_delta_applies(netns):
     chains_kernel = {line.split()[1] for line in listing.splitlines() if line.strip().startswith("chain ")}
     chains_model = {line.split()[4] for line in syncer.rules.splitlines() if line.startswith("add chain")}
     assert chains_kernel == chains_model
+
+
+def test_mode_switch_cleanup_leaves_nothing_behind(netns):
+    require_kernel("iptables-restore", "iptables-save", "nft")
+    from labsupport.proxy import KubeProxy
+    services, slices = scenario("local")
+    kp = KubeProxy(node("node1"), "iptables", GOLDEN_CONFIG)
+    kp.sync(services, slices)
+    netns.run("iptables-restore", input=kp.rules_with_jumps)
+    switch = kp.set_mode("nftables")
+    netns.run("iptables-restore", "--noflush", input=switch.cleanup)
+    assert "KUBE-" not in netns.run("iptables-save").stdout
+    netns.run("nft", "-f", "-", input=switch.first_sync.text)
+    switch = kp.set_mode("iptables")
+    netns.run("nft", "-f", "-", input=switch.cleanup)
+    assert "kube-proxy" not in netns.run("nft", "list", "tables").stdout
+    netns.run("iptables-restore", input=switch.first_sync.text)

@@ -1,0 +1,230 @@
+"""The per-node kube-proxy as a plain object: feed it Services and EndpointSlices, get back what it writes.
+
+No threads and no I/O: a simulated data plane reads `.rules`, a real-kernel backend feeds each sync's
+`text` to `iptables-restore` / `nft -f`, and both see the same thing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from labsupport.proxy import MODES
+from labsupport.proxy.iptables import build_tables, count_rules, dump
+from labsupport.proxy.ipvs import IPSET_TYPES, IpvsState, ipvs_state
+from labsupport.proxy.nftables import NftablesSyncer
+from labsupport.proxy.nftables import cleanup_commands as nft_cleanup
+from labsupport.proxy.topology import NodeInfo, ProxyConfig, paused_gc
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """What one sync did.
+
+    applied: False when kube-proxy is stopped (nothing was written).
+    changed: whether the rules differ from before this sync.
+    tool: how a real node applies `text`: "iptables-restore", "nft -f", "ipvs" (text sections) or "" when nothing.
+    text: iptables: the full dump to restore; nftables: only the delta transaction; ipvs: the full IPVS text.
+    """
+
+    mode: str
+    applied: bool
+    changed: bool
+    tool: str
+    text: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ModeSwitch:
+    """The result of switching proxy mode: the old mode's cleanup and the new mode's first full rules."""
+
+    old_mode: str
+    new_mode: str
+    cleanup: str          # iptables-restore input (iptables), nft input (nftables) or shell commands (ipvs)
+    cleanup_tool: str     # "iptables-restore" | "nft -f" | "sh"
+    first_sync: SyncResult | None
+
+
+_TOOLS = {"iptables": "iptables-restore", "nftables": "nft -f", "ipvs": "ipvs"}
+
+
+class KubeProxy:
+    """kube-proxy on one node, in one mode, as pure data."""
+
+    def __init__(self, node: dict, mode: str = "iptables", config: dict | None = None, *,
+                 service_cidrs: Iterable[str] = ("10.96.0.0/12",), nfacct: bool = False) -> None:
+        if mode not in MODES:
+            raise ValueError(f'unknown proxy mode "{mode}": use one of {", ".join(MODES)}')
+        self.node = node
+        self.node_info = NodeInfo.from_node(node)
+        self.config = config
+        self.service_cidrs = tuple(service_cidrs)
+        self.nfacct = nfacct
+        self.mode = mode
+        self.running = True
+        self.syncs = 0
+        self._services: list[dict] = []
+        self._slices: list[dict] = []
+        self._seen_inputs = False
+        self._reset_mode_state()
+
+    def _reset_mode_state(self) -> None:
+        self._rules = ""
+        self._tables: tuple[dict, dict] | None = None
+        self._ipvs: IpvsState | None = None
+        self._nft: NftablesSyncer | None = None
+        if self.mode == "nftables":
+            self._nft = NftablesSyncer(self.node, self.config, service_cidrs=self.service_cidrs)
+
+    @property
+    def name(self) -> str:
+        """The node's name."""
+        return self.node_info.name
+
+    @property
+    def rules(self) -> str:
+        """The complete rule set now in force on the node, as the mode's own tool shows it."""
+        if self.mode == "nftables" and self._nft is not None and self._nft.written:
+            return self._nft.rules
+        return self._rules
+
+    @property
+    def rules_with_jumps(self) -> str:
+        """iptables mode: the dump including the built-in chains' jump rules (what `iptables-save` shows)."""
+        if self.mode != "iptables" or self._tables is None:
+            return self.rules
+        return dump(*self._tables, with_jumps=True)
+
+    @property
+    def ipvs(self) -> IpvsState | None:
+        """IPVS mode: the virtual servers, ipsets and iptables rules as data (None in other modes)."""
+        return self._ipvs
+
+    @property
+    def rule_count(self) -> int:
+        """iptables: `-A` rules; nftables: rules plus map/set elements; ipvs: virtual plus real servers."""
+        if self.mode == "iptables":
+            return sum(count_rules(self.rules).values())
+        if self.mode == "nftables":
+            return sum(1 for line in self.rules.splitlines()
+                       if line.startswith("add rule ") or line.startswith("add element "))
+        if self._ipvs is None:
+            return 0
+        return sum(1 + len(vs.real_servers) for vs in self._ipvs.virtual_servers)
+
+    def sync(self, services: Iterable[dict], endpointslices: Iterable[dict]) -> SyncResult:
+        """Render the rules for this state of the cluster and report what a real kube-proxy would write."""
+        self._services = list(services)
+        self._slices = list(endpointslices)
+        self._seen_inputs = True
+        if not self.running:
+            return SyncResult(self.mode, False, False, "", "",
+                              "kube-proxy is stopped: the kernel keeps the last rules, new changes are not applied")
+        return self._sync()
+
+    def update(self, services: Iterable[dict] = (), endpointslices: Iterable[dict] = (),
+               deleted_services: Iterable[tuple[str, str]] = (),
+               deleted_slices: Iterable[tuple[str, str]] = ()) -> SyncResult:
+        """Apply only changed objects (nftables computes the delta in O(changes); other modes re-render)."""
+        services, endpointslices = list(services), list(endpointslices)
+        deleted_services, deleted_slices = list(deleted_services), list(deleted_slices)
+        self._services = _merge(self._services, services, deleted_services)
+        self._slices = _merge(self._slices, endpointslices, deleted_slices)
+        self._seen_inputs = True
+        if not self.running:
+            return SyncResult(self.mode, False, False, "", "",
+                              "kube-proxy is stopped: the kernel keeps the last rules, new changes are not applied")
+        if self.mode == "nftables" and self._nft is not None and self._nft.written:
+            delta = self._nft.update(services, endpointslices, deleted_services, deleted_slices)
+            self.syncs += 1
+            return SyncResult(self.mode, True, bool(delta), "nft -f", delta)
+        return self._sync()
+
+    def _sync(self) -> SyncResult:
+        self.syncs += 1
+        if self.mode == "nftables":
+            assert self._nft is not None
+            text = self._nft.sync(self._services, self._slices)
+            return SyncResult(self.mode, True, bool(text), "nft -f", text)
+        with paused_gc():
+            if self.mode == "iptables":
+                self._tables = build_tables(self._services, self._slices, self.node_info,
+                                            ProxyConfig.from_dict(self.config), self.nfacct)
+                text = dump(*self._tables)
+            else:
+                self._ipvs = ipvs_state(self._services, self._slices, self.node, self.config, nfacct=self.nfacct)
+                text = self._ipvs.text()
+        changed = text != self._rules
+        self._rules = text
+        return SyncResult(self.mode, True, changed, _TOOLS[self.mode], text)
+
+    def stop(self) -> None:
+        """Stop kube-proxy: the rules stay in the kernel as they are; syncs become no-ops."""
+        self.running = False
+
+    def start(self) -> SyncResult | None:
+        """Start kube-proxy again and sync to the latest state it was given (None if it never saw any)."""
+        self.running = True
+        if not self._seen_inputs:
+            return None
+        return self._sync()
+
+    def cleanup(self) -> tuple[str, str]:
+        """(tool, text) that removes everything this mode installed, as `kube-proxy --cleanup` would."""
+        if self.mode == "nftables":
+            return "nft -f", nft_cleanup()
+        if self.mode == "iptables":
+            return "iptables-restore", iptables_cleanup(self._tables)
+        return "sh", ipvs_cleanup(self._ipvs)
+
+    def set_mode(self, mode: str) -> ModeSwitch:
+        """Switch proxy mode: clean up the old mode's rules and render the new mode from scratch."""
+        if mode not in MODES:
+            raise ValueError(f'unknown proxy mode "{mode}": use one of {", ".join(MODES)}')
+        tool, text = self.cleanup()
+        old = self.mode
+        self.mode = mode
+        self._reset_mode_state()
+        first = self._sync() if self._seen_inputs and self.running else None
+        return ModeSwitch(old, mode, text, "iptables-restore" if tool == "iptables-restore" else
+                          ("nft -f" if tool == "nft -f" else "sh"), first)
+
+
+def _key(obj: dict) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "default", meta.get("name") or "")
+
+
+def _merge(current: list[dict], upserts: list[dict], deletions: list[tuple[str, str]]) -> list[dict]:
+    index = {_key(o): o for o in current}
+    for obj in upserts:
+        index[_key(obj)] = obj
+    for key in deletions:
+        index.pop(tuple(key), None)
+    return list(index.values())
+
+
+def iptables_cleanup(tables: tuple[dict, dict] | None) -> str:
+    """iptables-restore --noflush input that removes the jump rules and flushes and deletes every KUBE-* chain."""
+    from labsupport.proxy.iptables import FILTER_CHAINS_FIXED, JUMP_RULES, NAT_CHAINS_FIXED
+    filt, nat = tables if tables is not None else ({c: [] for c in FILTER_CHAINS_FIXED},
+                                                   {c: [] for c in NAT_CHAINS_FIXED})
+    out = []
+    for table, chains in (("filter", filt), ("nat", nat)):
+        out.append(f"*{table}")
+        out.extend(f"-D {chain} {rule}" for chain, rule in JUMP_RULES[table])
+        out.extend(f"-F {c}" for c in chains)
+        out.extend(f"-X {c}" for c in chains)
+        out.append("COMMIT")
+    return "\n".join(out) + "\n"
+
+
+def ipvs_cleanup(state: IpvsState | None) -> str:
+    """Shell commands that undo IPVS mode: virtual servers, kube-ipvs0, iptables chains, then the ipsets."""
+    lines = ["ipvsadm -C", "ip link del kube-ipvs0"]
+    if state is not None:
+        for table, chains in (("nat", state.nat_chains), ("filter", state.filter_chains)):
+            lines += [f"iptables -t {table} -F {c}" for c in chains]
+            lines += [f"iptables -t {table} -X {c}" for c in chains]
+    lines += [f"ipset destroy {name}" for name in sorted(IPSET_TYPES)]
+    return "\n".join(lines) + "\n"
