@@ -24,6 +24,7 @@ TRAFFIC_DISTRIBUTIONS = ("PreferClose", "PreferSameZone", "PreferSameNode")
 
 _RESERVED_LABELS = frozenset({LABEL_SERVICE_NAME, LABEL_MANAGED_BY, LABEL_HEADLESS})
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+_NO_NODE = object()
 _TOPOLOGY_ANNOTATIONS = ("service.kubernetes.io/topology-aware-hints", "service.kubernetes.io/topology-mode")
 
 
@@ -275,7 +276,7 @@ def reconcile(service: dict, pods: Iterable[dict], existing_slices: Iterable[dic
 
 def _desired_endpoints(service: dict, pods: Iterable[dict], zones: dict, address_types: list[str]
                        ) -> tuple[dict[str, dict[tuple, dict[tuple, tuple]]], dict[tuple, list[dict]], str]:
-    """Wanted endpoints per address type and port map (identity -> (state, identity)), the port maps, and the
+    """Wanted endpoints per address type and port map (identity -> state), the port maps, and the
     newest change visible on any selected pod.  Endpoint dicts are only built for what gets written."""
     spec = service.get("spec") or {}
     namespace = _namespace(service)
@@ -343,13 +344,16 @@ def _desired_endpoints(service: dict, pods: Iterable[dict], zones: dict, address
                 continue
             pod_spec = pod.get("spec") or empty
             node_name = pod_spec.get("nodeName") or None
-            if node_name not in zones and not publish_not_ready:
-                continue  # upstream skips a pod whose Node it cannot find (and requeues the Service)
+            zone = zones.get(node_name, _NO_NODE)
+            if zone is _NO_NODE:
+                if not publish_not_ready:
+                    continue  # upstream skips a pod whose Node it cannot find (and requeues the Service)
+                zone = None
             hostname = pod_spec.get("hostname")
             if hostname and pod_spec.get("subdomain") != service_name:
                 hostname = ""
             terminating = deleted is not None
-            state = (node_name, zones.get(node_name), publish_not_ready or (serving and not terminating), serving,
+            state = (node_name, zone, publish_not_ready or (serving and not terminating), serving,
                      terminating, "Pod", meta.get("uid", ""))
             if shared_ports is not None:
                 pkey = shared_key
@@ -365,22 +369,21 @@ def _desired_endpoints(service: dict, pods: Iterable[dict], zones: dict, address
                 wanted = (shared_v6 if only_v6 else shared_v4) if shared_ports is not None else None
                 if wanted is None:
                     wanted = desired[only_type].setdefault(pkey, {})
-                wanted[key] = (state, key)
+                wanted[key] = state
                 continue
             for address_type in address_types:
                 want_v6 = address_type == "IPv6"
                 addresses = tuple(sorted(ip for ip in ips if (":" in ip) == want_v6))
                 if addresses:
                     key = (addresses, hostname or "", pod_namespace, meta.get("name") or "")
-                    desired[address_type].setdefault(pkey, {})[key] = (state, key)
+                    desired[address_type].setdefault(pkey, {})[key] = state
     for by_ports in desired.values():
         for pkey in [k for k, v in by_ports.items() if not v]:
             del by_ports[pkey]
     return desired, ports_by_key, newest
 
 
-def _build_endpoint(entry: tuple) -> dict:
-    state, key = entry
+def _build_endpoint(key: tuple, state: tuple) -> dict:
     node_name, zone, ready, serving, terminating, kind, uid = state
     addresses, hostname, namespace, name = key
     endpoint: dict[str, Any] = {"addresses": list(addresses),
@@ -476,7 +479,7 @@ def _reconcile_port_map(service: dict, existing: list[dict], wanted: dict[tuple,
     unchanged: list[str] = []
     to_update: list[str] = []
     to_delete: list[str] = []
-    remaining = dict(wanted)
+    remaining = wanted  # ours to consume: built fresh for this sync
     empty: dict = {}
 
     # 1. Drop endpoints no longer wanted, refresh changed ones in place.
@@ -491,16 +494,16 @@ def _reconcile_port_map(service: dict, existing: list[dict], wanted: dict[tuple,
             # "changed" (targetRef compared without resourceVersion), inlined: this loop is the hot path.
             ref = endpoint.get("targetRef") or empty
             addresses = endpoint.get("addresses") or ()
-            got = remaining.pop((tuple(addresses) if len(addresses) == 1 else tuple(sorted(addresses)),
-                                 endpoint.get("hostname") or "", ref.get("namespace") or "",
-                                 ref.get("name") or ""), None)
+            key = (tuple(addresses) if len(addresses) == 1 else tuple(sorted(addresses)),
+                   endpoint.get("hostname") or "", ref.get("namespace") or "", ref.get("name") or "")
+            got = remaining.pop(key, None)
             if got is None:
                 continue
             cond = endpoint.get("conditions") or empty
-            if got[0] != (endpoint.get("nodeName"), endpoint.get("zone"), cond.get("ready"), cond.get("serving"),
+            if got != (endpoint.get("nodeName"), endpoint.get("zone"), cond.get("ready"), cond.get("serving"),
                           cond.get("terminating"), ref.get("kind"), ref.get("uid")):
                 changed = True
-                new_endpoints.append(_build_endpoint(got))
+                new_endpoints.append(_build_endpoint(key, got))
             else:
                 new_endpoints.append(endpoint)
         labels, labels_changed = _slice_labels(slice_, service)
@@ -521,7 +524,7 @@ def _reconcile_port_map(service: dict, existing: list[dict], wanted: dict[tuple,
         else:
             unchanged.append(name)
 
-    pending = sorted(remaining.values(), key=lambda entry: _ip_sort_key(entry[1][0][0], entry[1][1]))
+    pending = sorted(remaining.items(), key=lambda item: _ip_sort_key(item[0][0][0], item[0][1]))
     pending.reverse()  # pop() from the end hands them out in address order
 
     # 2. Fill slices already being updated, fullest first.
@@ -529,7 +532,7 @@ def _reconcile_port_map(service: dict, existing: list[dict], wanted: dict[tuple,
         for name in sorted(to_update, key=lambda n: -len(by_name[n]["endpoints"])):
             slice_ = by_name[name]
             while pending and len(slice_["endpoints"]) < max_per_slice:
-                slice_["endpoints"].append(_build_endpoint(pending.pop()))
+                slice_["endpoints"].append(_build_endpoint(*pending.pop()))
 
     # 3. Put a remainder into the unchanged slice that ends closest to full, else create new slices.
     to_create: list[dict] = []
@@ -549,7 +552,7 @@ def _reconcile_port_map(service: dict, existing: list[dict], wanted: dict[tuple,
             slice_ = _copy_slice(by_name[target])
             by_name[target] = slice_
         while pending and len(slice_["endpoints"]) < max_per_slice:
-            slice_["endpoints"].append(_build_endpoint(pending.pop()))
+            slice_["endpoints"].append(_build_endpoint(*pending.pop()))
         if target is None:
             to_create.append(slice_)
         else:
