@@ -40,6 +40,19 @@ STANDARD_JUMPS = [
     ("filter", "OUTPUT", "-j KUBE-FIREWALL"),
 ]
 
+# IPVS mode installs a different set of jumps from the built-in chains.
+STANDARD_JUMPS_IPVS = [
+    ("nat", "PREROUTING", '-m comment --comment "kubernetes service portals" -j KUBE-SERVICES'),
+    ("nat", "OUTPUT", '-m comment --comment "kubernetes service portals" -j KUBE-SERVICES'),
+    ("nat", "POSTROUTING", '-m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING'),
+    ("filter", "FORWARD", '-m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD'),
+    ("filter", "INPUT", '-m comment --comment "kubernetes health check rules" -j KUBE-NODE-PORT'),
+    ("filter", "INPUT", '-m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL'),
+    ("filter", "FORWARD", '-m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL'),
+    ("filter", "INPUT", '-m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER'),
+    ("filter", "OUTPUT", '-m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-OUT-FILTER'),
+]
+
 _TOKEN = re.compile(r'"((?:[^"\\]|\\.)*)"|(\S+)')
 
 
@@ -149,9 +162,9 @@ def parse_tables(text: str, what: str = "iptables-save", first_line: int = 1) ->
     return tables
 
 
-def add_standard_jumps(tables: dict[str, RawTable]) -> None:
+def add_standard_jumps(tables: dict[str, RawTable], jumps: Optional[list] = None) -> None:
     """Add kube-proxy's jumps from the built-in chains where the dump shows none (like upstream goldens)."""
-    for table, chain, text in STANDARD_JUMPS:
+    for table, chain, text in (STANDARD_JUMPS if jumps is None else jumps):
         raw = tables.get(table)
         if raw is None:
             continue
@@ -204,11 +217,11 @@ def compile_tables(tables: dict[str, RawTable], program: Program, what: str = "i
 
 def parse_iptables(text: str, local_ips=(), *, what: str = "iptables-save", first_line: int = 1,
                    program: Optional[Program] = None, ipsets: Optional[dict] = None,
-                   standard_jumps: bool = True) -> Program:
+                   standard_jumps: bool = True, jumps: Optional[list] = None) -> Program:
     """Parse an iptables-save dump into a compiled `Program` (kube-proxy's built-in jumps added if absent)."""
     tables = parse_tables(text, what, first_line)
     if standard_jumps:
-        add_standard_jumps(tables)
+        add_standard_jumps(tables, jumps)
     program = program or Program("iptables")
     compile_tables(tables, program, what, ipsets)
     program.finish()
@@ -268,10 +281,12 @@ def _mark_value(spec: str) -> tuple[int, int]:
 
 
 def _ipset_match(sets: dict, name: str, flags: str, negate: bool):
-    if name not in sets:
-        raise ValueError(f"ipset {name!r} is not defined (is the '# ipset list' section missing?)")
-    ipset = sets[name]
     dirs = flags.split(",")
+    if name not in sets:
+        # `ipset list` leaves out nothing, but a trimmed listing may omit empty sets: treat them as empty.
+        from labsupport.dataplane.ipvs_parse import IpSet
+        sets[name] = IpSet(name, "hash:" + ",".join(["ip"] * len(dirs)))
+    ipset = sets[name]
 
     def match(p, c):
         return ipset.contains(p, dirs) != negate

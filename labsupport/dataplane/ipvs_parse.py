@@ -1,7 +1,8 @@
 """IPVS mode: read `ipvsadm -Ln`, `ipset list` / `ipset save` and the remaining iptables rules.
 
 The text is sectioned by header lines — `# ipvsadm -Ln`, `# ipset list` (or `# ipset save`),
-`# iptables-save` — in any order; a bare iptables-save dump is accepted too. Virtual servers are
+`# iptables-save`, optionally `# ip addr show kube-ipvs0` (addresses bound to the dummy interface
+count as local) — in any order; a bare iptables-save dump is accepted too. Virtual servers are
 scheduled like the kernel's rr, wrr, lc, sh (and mh, treated as sh) with optional persistence.
 """
 from __future__ import annotations
@@ -15,7 +16,8 @@ from labsupport.dataplane import netfilter as nf
 from labsupport.dataplane.netfilter import (ACCEPT, REJECT, Chain, Context, Packet, Program, RulesSyntaxError,
                                             ScriptedChoices, int_to_ip, ip_to_int, parse_cidr, proto_name)
 
-SECTION = re.compile(r"^#\s*(ipvsadm|ipset|iptables-save|iptables|iptables-restore)\b")
+SECTION = re.compile(r"^#\s*(ipvsadm|ipset|iptables-save|iptables|iptables-restore|ip)\b")
+_ADDR = re.compile(r"\b(\d+\.\d+\.\d+\.\d+)(?:/\d+)?\b")
 _VS = re.compile(r"^(TCP|UDP|SCTP)\s+(\d+\.\d+\.\d+\.\d+):(\d+)\s+(\S+)(.*)$")
 _RS = re.compile(r"^\s+->\s+(\d+\.\d+\.\d+\.\d+):(\d+)\s+(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$")
 
@@ -332,14 +334,16 @@ class _IPVS_RULE:
 
 def parse_ipvs_bundle(text: str) -> Program:
     """Parse IPVS-mode text (sections for ipvsadm, ipset, iptables-save) into a `Program`."""
-    from labsupport.dataplane.iptables_parse import parse_iptables
+    from labsupport.dataplane.iptables_parse import STANDARD_JUMPS_IPVS, parse_iptables
     sections = split_sections(text)
     services = parse_ipvsadm(*sections["ipvsadm"]) if "ipvsadm" in sections else {}
     ipsets = parse_ipsets(*sections["ipset"]) if "ipset" in sections else {}
     program = Program("ipvs")
-    program.extra_local = frozenset(vs.ip for vs in services.values())
+    dummy = {ip_to_int(a) for a in _ADDR.findall(sections["ip"][0])} if "ip" in sections else set()
+    program.extra_local = frozenset({vs.ip for vs in services.values()} | dummy)
     ipt_text, first = sections.get("iptables-save", ("", 1))
-    parse_iptables(ipt_text, what="iptables-save", first_line=first, program=program, ipsets=ipsets)
+    parse_iptables(ipt_text, what="iptables-save", first_line=first, program=program, ipsets=ipsets,
+                   jumps=STANDARD_JUMPS_IPVS)
     program.ipvs = IpvsTable(services)
     program.ipsets = ipsets  # type: ignore[attr-defined]
     for hook, priority in (("input", 98), ("output", -98)):

@@ -1,0 +1,588 @@
+"""The embedded cluster's network: where a connection goes, decided by the rules kube-proxy rendered.
+
+Sources are the outside client (on the node network, like a container next to kind's nodes), a node, or a pod.
+A packet enters the netfilter of the node it first reaches (PREROUTING from a pod or from outside, OUTPUT from
+the node itself); its fate there comes from `NodeDatapath`, which interprets that node's rule text. After DNAT
+the packet is routed: to a local pod, across the node network to the pod's node (whose netfilter sees it too), or
+nowhere. The app in the pod answers, seeing the source address the packet arrived with.
+"""
+from __future__ import annotations
+
+import html
+import ipaddress
+import json
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from labsupport.control import dns
+from labsupport.dataplane.model import NodeDatapath
+from labsupport.errors import BadRequest, NotFound
+
+if TYPE_CHECKING:
+    from labsupport.control.cluster import Cluster
+    from labsupport.proxy.daemon import KubeProxyDaemons
+
+CLIENT_IP = "172.18.0.100"
+CONNECT_TIMEOUT_MS = 10_000
+DNS_IP = "10.96.0.10"
+
+
+@dataclass
+class Hop:
+    """One place a packet passed: a node's netfilter, a route, or the app that answered."""
+
+    where: str
+    what: str
+    rules: list = field(default_factory=list)
+    rewrites: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        """The hop as a few lines of text."""
+        lines = [f"{self.where}: {self.what}"]
+        for hit in self.rules:
+            lines.append(f"    [{hit.table}/{hit.chain}] {hit.rule}" + (f"  => {hit.action}" if hit.action else ""))
+        for rw in self.rewrites:
+            lines.append(f"    {rw}")
+        return "\n".join(lines)
+
+
+@dataclass
+class CurlResult:
+    """What one request got: HTTP status and body, which pod answered, and the client IP that pod saw.
+
+    Connection refused and timeouts are results: `status` is None and `error` says what happened."""
+
+    url: str
+    source: str
+    status: int | None = None
+    body: str = ""
+    pod: str | None = None
+    namespace: str | None = None
+    node: str | None = None
+    client_ip: str | None = None
+    client_port: int | None = None
+    error: str | None = None
+    exit_code: int = 0
+    hops: list[Hop] = field(default_factory=list)
+    endpoint: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether an HTTP answer came back."""
+        return self.status is not None
+
+    @property
+    def refused(self) -> bool:
+        """Whether the connection was refused."""
+        return self.exit_code == 7
+
+    @property
+    def timed_out(self) -> bool:
+        """Whether the connection timed out (dropped)."""
+        return self.exit_code == 28
+
+    @property
+    def text(self) -> str:
+        """What curl prints: the body, or curl's error line."""
+        return self.body if self.ok else self.error or ""
+
+    def __repr__(self) -> str:
+        if self.ok:
+            return (f"<CurlResult {self.status} from pod {self.pod!r} on {self.node!r}, "
+                    f"client_ip={self.client_ip!r}>")
+        return f"<CurlResult error: {self.error}>"
+
+    def _repr_html_(self) -> str:
+        head = (f"<b>{self.status}</b> from pod <code>{html.escape(self.pod or '')}</code> on "
+                f"<code>{html.escape(self.node or '')}</code>; the app saw client <code>{self.client_ip}</code>"
+                if self.ok else f"<b style='color:#b00'>{html.escape(self.error or '')}</b>")
+        return f"<div>{head}<pre>{html.escape(self.body[:2000])}</pre></div>"
+
+
+@dataclass
+class Trace:
+    """The story of one new connection: every hop, every rule that matched, every NAT rewrite."""
+
+    url: str
+    source: str
+    result: CurlResult
+
+    @property
+    def hops(self) -> list[Hop]:
+        """The hops in order."""
+        return self.result.hops
+
+    @property
+    def rewrites(self) -> list[str]:
+        """Every NAT rewrite along the way."""
+        return [rw for hop in self.hops for rw in hop.rewrites]
+
+    @property
+    def rules(self) -> list:
+        """Every rule that matched, in order."""
+        return [hit for hop in self.hops for hit in hop.rules]
+
+    def text(self) -> str:
+        """The whole trace as text."""
+        end = (f"=> answered by {self.result.namespace}/{self.result.pod} (saw client {self.result.client_ip})"
+               if self.result.ok else f"=> {self.result.error}")
+        return "\n".join([f"trace {self.url} from {self.source}", *(h.text() for h in self.hops), end])
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.text())}</pre>"
+
+
+class Origin:
+    """Where a connection starts: its address, the node whose netfilter sees it first, and how."""
+
+    def __init__(self, kind: str, ip: str, node: str | None, local: bool, namespace: str = "default",
+                 pod: dict | None = None):
+        self.kind = kind
+        self.ip = ip
+        self.node = node
+        self.local = local
+        self.namespace = namespace
+        self.pod = pod
+
+
+class KeepAlive:
+    """A long-lived connection (HTTP keep-alive): every request rides the same conntrack entry and pod."""
+
+    def __init__(self, network: "SimNetwork", url: str, source: str):
+        self.network = network
+        self.url = url
+        self.source = source
+        self.first: CurlResult = network.curl(url, source, keep_open=True)
+        self._state = network._open.get(id(self.first))
+        self.closed = not self.first.ok
+
+    @property
+    def pod(self) -> str | None:
+        """The pod this connection is stuck to."""
+        return self.first.pod
+
+    def request(self, path: str | None = None) -> CurlResult:
+        """Send one more request on this connection."""
+        if self.closed or self._state is None:
+            raise BadRequest("this connection is closed; open a new one with lab.connect()")
+        return self.network._reuse(self._state, path or urlsplit(self.url).path or "/", self.url, self.source)
+
+    def close(self) -> None:
+        """Close the connection (its conntrack entry goes)."""
+        if not self.closed and self._state is not None:
+            self.network._close(self._state)
+        self.closed = True
+
+    def __repr__(self) -> str:
+        return f"<KeepAlive {self.url} from {self.source} → pod {self.pod!r}{' (closed)' if self.closed else ''}>"
+
+
+class SimNetwork:
+    """The `sim` data plane: one NodeDatapath per node, fed by that node's kube-proxy."""
+
+    def __init__(self, cluster: "Cluster", proxies: "KubeProxyDaemons", *, seed: int = 0):
+        self.cluster = cluster
+        self.proxies = proxies
+        self.rng = random.Random(seed * 31 + 7)
+        self.datapaths: dict[str, NodeDatapath] = {}
+        self._ports: dict[str, int] = {}
+        self._open: dict[int, dict] = {}
+        proxies.listeners.append(self._on_rules)
+        for name, agent in proxies.agents.items():
+            self._on_rules(name, agent, None)
+
+    # --- kube-proxy → kernel -------------------------------------------------------------------------------
+    def _on_rules(self, node_name: str, agent, change) -> None:
+        dp = self.datapaths.get(node_name)
+        if dp is None:
+            node = self.cluster.store.find("Node", None, node_name)
+            dp = NodeDatapath(agent.mode, agent.rules, self._local_ips(node), random.Random(self.rng.random()))
+            self.datapaths[node_name] = dp
+        else:
+            dp.load(agent.mode, agent.rules)
+
+    def _local_ips(self, node: dict | None) -> list[str]:
+        ips = [a["address"] for a in (node or {}).get("status", {}).get("addresses", []) if a["type"] == "InternalIP"]
+        gateway = self.cluster.kubelet.gateway(node["metadata"]["name"]) if node else None
+        return ips + ([gateway] if gateway else [])
+
+    def datapath(self, node_name: str) -> NodeDatapath | None:
+        """The node's data path with its kube-proxy's latest rules."""
+        if node_name in self.proxies.agents:
+            self.proxies.agent(node_name)
+        return self.datapaths.get(node_name)
+
+    # --- addresses -----------------------------------------------------------------------------------------
+    def nodes(self) -> list[dict]:
+        """Every node."""
+        return self.cluster.store.list("Node")
+
+    def node_by_ip(self, ip: str) -> dict | None:
+        """The node with this InternalIP."""
+        for node in self.nodes():
+            if ip in self._local_ips(node)[:1] or any(a["address"] == ip for a in node["status"]["addresses"]):
+                return node
+        return None
+
+    def pod_by_ip(self, ip: str) -> dict | None:
+        """The running, non-hostNetwork pod with this IP."""
+        for pod in self.cluster.store.list("Pod"):
+            st = pod.get("status", {})
+            if st.get("podIP") == ip and not pod["spec"].get("hostNetwork") and st.get("phase") == "Running":
+                return pod
+        return None
+
+    def node_of_pod_cidr(self, ip: str) -> dict | None:
+        """The node whose pod CIDR holds this address."""
+        addr = ipaddress.ip_address(ip)
+        for node in self.nodes():
+            cidr = node.get("spec", {}).get("podCIDR")
+            if cidr and addr in ipaddress.ip_network(cidr):
+                return node
+        return None
+
+    def origin(self, source: str) -> Origin:
+        """Parse a source: "client", "node/<name>", "pod/<name>" or "pod/<ns>/<name>"."""
+        if source in ("client", "outside", "external"):
+            return Origin("client", CLIENT_IP, None, False)
+        kind, _, rest = source.partition("/")
+        if kind == "node":
+            node = self.cluster.store.find("Node", None, rest)
+            if node is None:
+                raise NotFound.of("nodes", rest)
+            return Origin("node", self.cluster.node_ip(node), rest, True)
+        if kind == "pod":
+            ns, _, name = rest.rpartition("/")
+            ns = ns or "default"
+            pod = self.cluster.store.find("Pod", ns, name)
+            if pod is None:
+                raise NotFound.of("pods", name)
+            if pod.get("status", {}).get("phase") != "Running" or not pod["status"].get("podIP"):
+                raise BadRequest(f'pod "{name}" is not running (phase {pod.get("status", {}).get("phase")}); '
+                                 "a command can only run in a running pod")
+            if pod["spec"].get("hostNetwork"):
+                return Origin("node", pod["status"]["podIP"], pod["spec"]["nodeName"], True, ns, pod)
+            return Origin("pod", pod["status"]["podIP"], pod["spec"]["nodeName"], False, ns, pod)
+        raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
+                         "\"pod/<namespace>/<name>\"")
+
+    def _sport(self, ip: str) -> int:
+        port = self._ports.get(ip)
+        if port is None:
+            port = 32768 + self.rng.randrange(20000)
+        port = port + 1 if port < 60999 else 32768
+        self._ports[ip] = port
+        return port
+
+    # --- DNS -----------------------------------------------------------------------------------------------
+    def dns_lookup(self, qname: str, qtype: str):
+        """What the cluster's CoreDNS answers (kind's Corefile: pods insecure, ttl 30)."""
+        store = self.cluster.store
+        return dns.answer(qname, qtype, store.list("Service"), store.list("EndpointSlice"), store.list("Pod"),
+                          zone=self.cluster.config.domain, ttl=30, pods_mode="insecure",
+                          namespaces=[n["metadata"]["name"] for n in store.list("Namespace")])
+
+    def _dns_reachable(self, origin: Origin) -> str | None:
+        """Send one query to the cluster DNS Service through the data plane; None when it reaches CoreDNS."""
+        probe = self._connect(origin, DNS_IP, 53, "udp", trace=False)
+        if probe.get("error"):
+            return probe["error_kind"]
+        pod = probe.get("pod")
+        if pod is None or "coredns" not in " ".join(c.get("image", "") for c in pod["spec"]["containers"]):
+            return "refused"
+        return None
+
+    def nslookup(self, name: str, pod: str | None = None):
+        """`nslookup name` as run in a pod (default: a throwaway pod in `default` on the first worker)."""
+        origin = self._dns_origin(pod)
+        search = [f"{origin.namespace}.svc.{self.cluster.config.domain}", f"svc.{self.cluster.config.domain}",
+                  self.cluster.config.domain]
+        failure = self._dns_reachable(origin)
+        if failure is not None:
+            return dns.NslookupAnswer(addresses=[], rcode="SERVFAIL", text=(
+                ";; connection timed out; no servers could be reached\n\n" if failure == "timeout" else
+                f";; communications error to {DNS_IP}#53: connection refused\n"
+                f";; communications error to {DNS_IP}#53: connection refused\n"
+                f";; communications error to {DNS_IP}#53: connection refused\n"
+                ";; no servers could be reached\n\n"), name=name)
+        return dns.nslookup(name, lookup=self.dns_lookup, search=search, ndots=5, server=DNS_IP)
+
+    def _dns_origin(self, pod: str | None) -> Origin:
+        if pod:
+            return self.origin(pod if pod.startswith("pod/") else f"pod/{pod}")
+        workers = [n for n in self.nodes() if "node-role.kubernetes.io/control-plane" not in n["metadata"]["labels"]]
+        node = (workers or self.nodes())[0]
+        net = ipaddress.ip_network(node["spec"]["podCIDR"])
+        return Origin("pod", str(net.broadcast_address - 1), node["metadata"]["name"], False, "default")
+
+    # --- HTTP ----------------------------------------------------------------------------------------------
+    def curl(self, url: str, source: str = "client", *, keep_open: bool = False, headers: dict | None = None,
+             trace: bool = False) -> CurlResult:
+        """One HTTP request from `source`; failures are results."""
+        origin = self.origin(source)
+        target = url if "://" in url else f"http://{url}"
+        parts = urlsplit(target)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise BadRequest(f"cannot fetch {url!r}: give a URL like http://web or http://172.18.0.3:30080/path")
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        path = parts.path or "/"
+        if parts.query:
+            path += "?" + parts.query
+        result = CurlResult(url=url, source=source)
+        ip = self._resolve_host(origin, host)
+        if ip is None:
+            result.error, result.exit_code = f"curl: (6) Could not resolve host: {host}", 6
+            return result
+        state = self._connect(origin, ip, port, "tcp", trace=True)
+        result.hops = state["hops"]
+        if state.get("error"):
+            result.error, result.exit_code = self._curl_error(state["error_kind"], ip, port), \
+                {"refused": 7, "timeout": 28}.get(state["error_kind"], 7)
+            self._finish(state, keep=False)
+            return result
+        self._answer(state, result, path, host if parts.port is None else f"{host}:{port}", headers)
+        if keep_open and result.ok:
+            self._open[id(result)] = state
+        else:
+            self._finish(state, keep=False)
+        return result
+
+    def connect(self, url: str, source: str = "client") -> KeepAlive:
+        """A keep-alive connection."""
+        return KeepAlive(self, url, source)
+
+    def trace(self, url: str, source: str = "client") -> Trace:
+        """Trace one new connection."""
+        return Trace(url, source, self.curl(url, source, trace=True))
+
+    def _resolve_host(self, origin: Origin, host: str) -> str | None:
+        try:
+            ipaddress.ip_address(host)
+            return host
+        except ValueError:
+            pass
+        if host == "localhost":
+            return "127.0.0.1"
+        if origin.kind != "pod":
+            node = self.cluster.store.find("Node", None, host)
+            return self.cluster.node_ip(node) if node else None
+        if self._dns_reachable(origin) is not None:
+            return None
+        search = [f"{origin.namespace}.svc.{self.cluster.config.domain}", f"svc.{self.cluster.config.domain}",
+                  self.cluster.config.domain]
+        res = dns.resolve(host, "A", search=search, ndots=5, lookup=self.dns_lookup)
+        for record in res.reply.answer:
+            fields = record.split("\t")
+            if len(fields) >= 5 and fields[3] == "A":
+                return fields[4]
+        return None
+
+    @staticmethod
+    def _curl_error(kind: str, ip: str, port: int) -> str:
+        if kind == "timeout":
+            return f"curl: (28) Failed to connect to {ip} port {port} after {CONNECT_TIMEOUT_MS} ms: Timeout was reached"
+        return f"curl: (7) Failed to connect to {ip} port {port} after 0 ms: Couldn't connect to server"
+
+    # --- the path ------------------------------------------------------------------------------------------
+    def _connect(self, origin: Origin, dst: str, dport: int, proto: str, trace: bool) -> dict:
+        """Route one new connection; returns a state dict with the hops, the pod reached, or the error."""
+        now = self.cluster.clock.now
+        sport = self._sport(origin.ip)
+        state: dict[str, Any] = {"hops": [], "origin": origin, "sport": sport, "proto": proto, "tracked": []}
+        hops = state["hops"]
+        src = origin.ip
+        first = origin.node
+        if origin.kind == "client":
+            first = self._client_entry(dst, dport, proto, hops)
+            if first is None:
+                hops.append(Hop("network", f"no route from outside the cluster to {dst} (only node addresses "
+                                           "and LoadBalancer IPs are reachable from here)"))
+                return self._fail(state, "timeout")
+        dp = self.datapath(first)
+        if dp is None:
+            hops.append(Hop(first, "no kube-proxy has ever run on this node: no rules, the packet goes on unchanged"))
+            conn = None
+            new_dst, new_port, snat = dst, dport, None
+        else:
+            conn = dp.connect(src, sport, dst, dport, proto, now=now)
+            state["tracked"].append((dp, src, sport, dst, dport, proto))
+            hook = "OUTPUT (locally generated)" if origin.local else "PREROUTING (arriving)"
+            hops.append(Hop(first, f"netfilter, {hook}: {conn.verdict}", list(conn.hits), list(conn.rewrites)))
+            if conn.verdict == "DROP":
+                return self._fail(state, "timeout")
+            if conn.verdict == "REJECT":
+                return self._fail(state, "refused")
+            new_dst, new_port = dst, dport
+            if conn.endpoint:
+                new_dst, p = conn.endpoint.rsplit(":", 1)
+                new_port = int(p)
+            snat = conn.masquerade
+        src_seen = src
+        target_pod = self.pod_by_ip(new_dst)
+        target_node = target_pod["spec"]["nodeName"] if target_pod else None
+        if snat:
+            src_seen = (self.cluster.kubelet.gateway(first) if target_node == first else
+                        self.cluster.node_ip(first))
+            if hops[-1].rewrites and hops[-1].rewrites[-1].startswith("SNAT"):
+                hops[-1].rewrites[-1] = f"SNAT {src}:{sport} -> {src_seen}:{sport} (masquerade)"
+        state["src_seen"] = src_seen
+        if target_pod is None:
+            node = self.node_by_ip(new_dst) or (self.cluster.store.find("Node", None, first)
+                                                 if new_dst.startswith("127.") else None)
+            if node is not None:
+                return self._node_listener(state, node, new_dst, new_port)
+            owner = self.node_of_pod_cidr(new_dst) if self._in_pod_cidr(new_dst) else None
+            hops.append(Hop(owner["metadata"]["name"] if owner else "network",
+                            f"no host answers at {new_dst} (no such pod): the connection times out"))
+            return self._fail(state, "timeout")
+        if target_node != first:
+            hops.append(Hop("network", f"{first} → {target_node} over the node network (pod-to-pod, no NAT)"))
+            dp2 = self.datapath(target_node)
+            if dp2 is not None:
+                conn2 = dp2.connect(src_seen, sport, new_dst, new_port, proto, now=now)
+                state["tracked"].append((dp2, src_seen, sport, new_dst, new_port, proto))
+                hops.append(Hop(target_node, f"netfilter, PREROUTING/FORWARD: {conn2.verdict}", list(conn2.hits),
+                                list(conn2.rewrites)))
+                if conn2.verdict == "DROP":
+                    return self._fail(state, "timeout")
+                if conn2.verdict == "REJECT":
+                    return self._fail(state, "refused")
+        hops.append(Hop(target_node, f"delivered to pod {target_pod['metadata']['namespace']}/"
+                                     f"{target_pod['metadata']['name']} at {new_dst}:{new_port}"))
+        state.update(pod=target_pod, dst=new_dst, port=new_port)
+        rt = self.cluster.kubelet.runtime(target_pod)
+        apps = list(rt.apps.values()) if rt else []
+        proto_key = proto.upper()
+        app = next((a for a in apps if (proto_key, new_port) in a.listens()), None)
+        if app is None:
+            hops.append(Hop(target_pod["metadata"]["name"],
+                            f"nothing listens on {proto}/{new_port} in this pod: connection refused"))
+            return self._fail(state, "refused")
+        state["app"] = app
+        return state
+
+    @staticmethod
+    def _in_pod_cidr(ip: str) -> bool:
+        return ipaddress.ip_address(ip) in ipaddress.ip_network("10.244.0.0/16")
+
+    def _client_entry(self, dst: str, dport: int, proto: str, hops: list[Hop]) -> str | None:
+        """Which node a packet from outside reaches first: the node owning the address, or the LoadBalancer's pick."""
+        node = self.node_by_ip(dst)
+        if node is not None:
+            hops.append(Hop("network", f"client {CLIENT_IP} → node {node['metadata']['name']} ({dst})"))
+            return node["metadata"]["name"]
+        for svc in self.cluster.store.list("Service"):
+            ingress = svc.get("status", {}).get("loadBalancer", {}).get("ingress") or []
+            if any(i.get("ip") == dst for i in ingress):
+                return self._load_balance(svc, dst, hops)
+        return None
+
+    def _load_balance(self, svc: dict, dst: str, hops: list[Hop]) -> str | None:
+        """A LoadBalancer picks a healthy node (health check on healthCheckNodePort for Local services)."""
+        candidates = [n for n in self.nodes()
+                      if "node.kubernetes.io/exclude-from-external-load-balancers" not in n["metadata"]["labels"]]
+        hc = svc["spec"].get("healthCheckNodePort")
+        if hc:
+            healthy = [n for n in candidates if self.health_check(n["metadata"]["name"], svc)[0] == 200]
+            checked = ", ".join(f"{n['metadata']['name']}:{hc} → {self.health_check(n['metadata']['name'], svc)[0]}"
+                                for n in candidates)
+            hops.append(Hop("load balancer", f"health checks {checked}"))
+            candidates = healthy
+        if not candidates:
+            hops.append(Hop("load balancer", f"no healthy node behind {dst}: the connection times out"))
+            return None
+        node = candidates[self.rng.randrange(len(candidates))]
+        hops.append(Hop("load balancer", f"{dst} → node {node['metadata']['name']} (chosen among "
+                                         f"{len(candidates)} healthy node(s))"))
+        return node["metadata"]["name"]
+
+    def health_check(self, node_name: str, svc: dict) -> tuple[int, str]:
+        """kube-proxy's health check server on a node: 200 with local endpoints, 503 without."""
+        local = 0
+        ns, name = svc["metadata"]["namespace"], svc["metadata"]["name"]
+        for s in self.cluster.store.list("EndpointSlice", ns):
+            if (s["metadata"].get("labels") or {}).get("kubernetes.io/service-name") != name:
+                continue
+            for ep in s.get("endpoints") or []:
+                if ep.get("nodeName") == node_name and ep.get("conditions", {}).get("ready", True):
+                    local += 1
+        running = self.proxies.running.get(node_name, False)
+        body = json.dumps({"service": {"namespace": ns, "name": name}, "localEndpoints": local,
+                           "serviceProxyHealthy": running})
+        return (200 if local and running else 503), body
+
+    def _node_listener(self, state: dict, node: dict, ip: str, port: int) -> dict:
+        """A connection that ends on a node's own address: kube-proxy's health check port, or nothing."""
+        for svc in self.cluster.store.list("Service"):
+            if svc["spec"].get("healthCheckNodePort") == port:
+                code, body = self.health_check(node["metadata"]["name"], svc)
+                state["hops"].append(Hop(node["metadata"]["name"], f"kube-proxy health check server answers {code}"))
+                state["node_answer"] = (code, body, node["metadata"]["name"])
+                return state
+        state["hops"].append(Hop(node["metadata"]["name"], f"nothing listens on {ip}:{port}: connection refused"))
+        return self._fail(state, "refused")
+
+    def _fail(self, state: dict, kind: str) -> dict:
+        state["error"] = True
+        state["error_kind"] = kind
+        return state
+
+    def _answer(self, state: dict, result: CurlResult, path: str, host: str, headers: dict | None) -> None:
+        if "node_answer" in state:
+            code, body, node = state["node_answer"]
+            result.status, result.body, result.node = code, body, node
+            return
+        pod, app = state["pod"], state["app"]
+        peer = (state["src_seen"], state["sport"])
+        req_headers = {"Host": host, "User-Agent": "curl/8.11.1", "Accept": "*/*", **(headers or {})}
+        response = app.http("GET", path, peer, state["port"], req_headers)
+        result.pod, result.namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
+        result.node = pod["spec"]["nodeName"]
+        result.client_ip, result.client_port = peer
+        result.endpoint = f"{state['dst']}:{state['port']}"
+        if response is None:
+            result.error, result.exit_code = "curl: (52) Empty reply from server", 52
+            return
+        result.status, result.body = response.status, response.body
+
+    def _reuse(self, state: dict, path: str, url: str, source: str) -> CurlResult:
+        result = CurlResult(url=url, source=source)
+        pod = state["pod"]
+        current = self.cluster.store.find("Pod", pod["metadata"]["namespace"], pod["metadata"]["name"])
+        if current is None or current["metadata"]["uid"] != pod["metadata"]["uid"]:
+            result.error, result.exit_code = "curl: (56) Recv failure: Connection reset by peer", 56
+            self._close(state)
+            return result
+        now = self.cluster.clock.now
+        for dp, src, sport, dst, dport, proto in state["tracked"][:1]:
+            conn = dp.connect(src, sport, dst, dport, proto, now=now)
+            result.hops = [Hop(state["tracked"][0][0] and state["origin"].node or "client",
+                               f"existing connection (conntrack): {conn.verdict}", list(conn.hits), [])]
+        self._answer(state, result, path, urlsplit(url if "://" in url else "http://" + url).netloc, None)
+        return result
+
+    def _close(self, state: dict) -> None:
+        self._finish(state, keep=False)
+        for key, value in list(self._open.items()):
+            if value is state:
+                del self._open[key]
+
+    @staticmethod
+    def _finish(state: dict, keep: bool) -> None:
+        if keep:
+            return
+        for dp, src, sport, dst, dport, proto in state.get("tracked", []):
+            dp.close(src, sport, dst, dport, proto)
+
+    def conntrack(self, node_name: str) -> list[str]:
+        """The node's live conntrack entries."""
+        dp = self.datapath(node_name)
+        return dp.conntrack_entries(self.cluster.clock.now) if dp else []
