@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass, field
 
 from labsupport.errors import FieldError, InternalError, Invalid
+from labsupport.model.defaults import prepare_service_update
 
 ERR_FULL = "range is full"
 ERR_ALLOCATED_IP = "provided IP is already allocated"
@@ -117,16 +118,16 @@ class ServiceAllocator:
     def allocate(self, service: dict, old: dict | None = None) -> dict:
         """A new Service with clusterIP(s), nodePorts and healthCheckNodePort filled in; `old` for an update.
 
+        On an update the Service is first prepared as the registry does (`prepare_service_update`: values the
+        client left out are carried over, fields of a former type dropped), and what it no longer uses is released.
         Raises Invalid / InternalError with the API server's messages, and then nothing is allocated or released.
         """
-        svc = copy.deepcopy(service)
+        svc = prepare_service_update(service, old) if old is not None else copy.deepcopy(service)
         spec = svc.setdefault("spec", {})
         old_spec = (old or {}).get("spec") or {}
         ips, ports = self._ips.copy(), self._ports.copy()
         owner = _key(svc)
         name = (svc.get("metadata") or {}).get("name", "")
-        if old is not None:
-            self._patch_from_old(spec, old_spec)
         self._allocate_cluster_ip(spec, old_spec, ips, owner, name)
         self._allocate_node_ports(spec, old_spec, ports, owner, name, old is not None)
         self._allocate_health_check(spec, old_spec, ports, owner, name, old is not None)
@@ -145,6 +146,15 @@ class ServiceAllocator:
             offset = self._port_offset(port)
             if offset is not None and self._ports.owners.get(offset) == owner:
                 self._ports.free(offset)
+
+    def copy(self) -> "ServiceAllocator":
+        """An independent allocator with the same state and random sequence (for dry runs)."""
+        twin = ServiceAllocator.__new__(ServiceAllocator)
+        twin.__dict__.update(self.__dict__)
+        twin._ips, twin._ports = self._ips.copy(), self._ports.copy()
+        twin.rng = random.Random()
+        twin.rng.setstate(self.rng.getstate())
+        return twin
 
     def used(self) -> dict:
         """How full both ranges are: sizes, used/free counts, and use of the static and dynamic bands."""
@@ -184,25 +194,6 @@ class ServiceAllocator:
 
     def _ports_text(self) -> str:
         return f"{self.node_port_range[0]}-{self.node_port_range[1]}"
-
-    @staticmethod
-    def _patch_from_old(spec: dict, old_spec: dict) -> None:
-        """Carry over allocated values a client left out of an update (as `kubectl replace` often does)."""
-        if _needs_cluster_ip(old_spec) and _needs_cluster_ip(spec) and not spec.get("clusterIP"):
-            if old_spec.get("clusterIP"):
-                spec["clusterIP"] = old_spec["clusterIP"]
-                spec["clusterIPs"] = list(old_spec.get("clusterIPs") or [old_spec["clusterIP"]])
-        if _may_have_node_ports(old_spec) and _may_have_node_ports(spec):
-            taken = set(_node_ports(old_spec)) & set(_node_ports(spec))
-            by_name = {p.get("name", ""): p.get("nodePort") for p in old_spec.get("ports") or []}
-            for port in spec.get("ports") or []:
-                if not port.get("nodePort"):
-                    previous = by_name.get(port.get("name", ""))
-                    if previous and previous not in taken:
-                        port["nodePort"] = previous
-        if _needs_health_check(old_spec) and _needs_health_check(spec) and not spec.get("healthCheckNodePort"):
-            if old_spec.get("healthCheckNodePort"):
-                spec["healthCheckNodePort"] = old_spec["healthCheckNodePort"]
 
     def _allocate_cluster_ip(self, spec: dict, old_spec: dict, ips: _Bitmap, owner: str, name: str) -> None:
         old_ip = old_spec.get("clusterIP") if _needs_cluster_ip(old_spec) else None

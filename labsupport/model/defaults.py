@@ -68,6 +68,94 @@ def default_service(svc: dict) -> None:
     _dict(status, "loadBalancer")
 
 
+def _needs_cluster_ip(spec: dict) -> bool:
+    return spec.get("type", "ClusterIP") != "ExternalName"
+
+
+def _needs_node_port(spec: dict) -> bool:
+    return spec.get("type") in ("NodePort", "LoadBalancer")
+
+
+def _needs_health_check(spec: dict) -> bool:
+    return spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
+
+
+def _externally_accessible(spec: dict) -> bool:
+    return spec.get("type") in ("NodePort", "LoadBalancer") or (
+        spec.get("type") == "ClusterIP" and bool(spec.get("externalIPs")))
+
+
+def prepare_service_update(new: dict, old: dict) -> dict:
+    """A new Service prepared for an update as the registry does before validating it.
+
+    Allocated values the client left out are carried over from `old` (clusterIP/clusterIPs, nodePorts matched by
+    port name, healthCheckNodePort); clusterIPs follow a changed clusterIP; and fields the new type no longer uses
+    are dropped when the client did not change them (clusterIPs for ExternalName, nodePorts, healthCheckNodePort,
+    allocateLoadBalancerNodePorts, loadBalancerClass, externalTrafficPolicy, the load-balancer status).
+    """
+    svc = copy.deepcopy(new)
+    spec = _dict(svc, "spec")
+    old_spec = old.get("spec") or {}
+    # Carry over what was allocated.
+    if _needs_cluster_ip(old_spec) and _needs_cluster_ip(spec):
+        if not spec.get("clusterIP") and old_spec.get("clusterIP"):
+            spec["clusterIP"] = old_spec["clusterIP"]
+        if not spec.get("clusterIPs") and old_spec.get("clusterIPs"):
+            spec["clusterIPs"] = list(old_spec["clusterIPs"])
+    if _needs_node_port(old_spec) and _needs_node_port(spec):
+        in_use = {p.get("nodePort") for p in old_spec.get("ports") or []} & \
+            {p.get("nodePort") for p in spec.get("ports") or []}
+        by_name = {p.get("name", ""): p.get("nodePort") for p in old_spec.get("ports") or []}
+        for port in spec.get("ports") or []:
+            if not port.get("nodePort"):
+                previous = by_name.get(port.get("name", ""))
+                if previous and previous not in in_use:
+                    port["nodePort"] = previous
+    if _needs_health_check(old_spec) and _needs_health_check(spec) and not spec.get("healthCheckNodePort"):
+        if old_spec.get("healthCheckNodePort"):
+            spec["healthCheckNodePort"] = old_spec["healthCheckNodePort"]
+    # clusterIPs follow clusterIP.
+    old_ips = old_spec.get("clusterIPs") or []
+    if spec.get("clusterIPs") == old_ips and old_ips:
+        if not spec.get("clusterIP"):
+            spec.pop("clusterIPs", None)
+        elif spec["clusterIP"] != old_ips[0]:
+            spec["clusterIPs"] = [spec["clusterIP"]] + list(old_ips[1:])
+    elif spec.get("clusterIP") and not spec.get("clusterIPs"):
+        spec["clusterIPs"] = [spec["clusterIP"]]
+    # Drop what the new type does not use, unless the client changed it.
+    if _needs_cluster_ip(old_spec) and not _needs_cluster_ip(spec):
+        if spec.get("clusterIPs", []) == old_spec.get("clusterIPs", []) and \
+                spec.get("clusterIP", "") == old_spec.get("clusterIP", ""):
+            spec.pop("clusterIP", None)
+            spec.pop("clusterIPs", None)
+        if spec.get("ipFamilies") == old_spec.get("ipFamilies"):
+            spec.pop("ipFamilies", None)
+        if spec.get("ipFamilyPolicy") == old_spec.get("ipFamilyPolicy"):
+            spec.pop("ipFamilyPolicy", None)
+    if _needs_node_port(old_spec) and not _needs_node_port(spec):
+        old_ports = [p.get("nodePort") for p in old_spec.get("ports") or []]
+        new_ports = [p.get("nodePort") for p in spec.get("ports") or []]
+        if all(n in (None, 0) or n in old_ports for n in new_ports):
+            for port in spec.get("ports") or []:
+                port.pop("nodePort", None)
+    if _needs_health_check(old_spec) and not _needs_health_check(spec):
+        if spec.get("healthCheckNodePort") in (None, 0, old_spec.get("healthCheckNodePort")):
+            spec.pop("healthCheckNodePort", None)
+    if old_spec.get("type") == "LoadBalancer" and spec.get("type") != "LoadBalancer":
+        if spec.get("allocateLoadBalancerNodePorts") is not None and \
+                spec.get("allocateLoadBalancerNodePorts") == old_spec.get("allocateLoadBalancerNodePorts"):
+            spec.pop("allocateLoadBalancerNodePorts")
+        if spec.get("loadBalancerClass") == old_spec.get("loadBalancerClass"):
+            spec.pop("loadBalancerClass", None)
+    if _externally_accessible(old_spec) and not _externally_accessible(spec):
+        if spec.get("externalTrafficPolicy") == old_spec.get("externalTrafficPolicy"):
+            spec.pop("externalTrafficPolicy", None)
+    if spec.get("type") != "LoadBalancer" and isinstance(svc.get("status"), dict):
+        svc["status"]["loadBalancer"] = {}
+    return svc
+
+
 # --- Pods and pod templates ------------------------------------------------------------------------------------
 
 def image_pull_policy(image: str) -> str:

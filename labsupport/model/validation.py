@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from labsupport.errors import FieldError, Invalid
 from labsupport.model import meta
+from labsupport.model.defaults import prepare_service_update
 from labsupport.model.kinds import KindInfo, by_kind
 from labsupport.model.selectors import from_label_selector
 
@@ -547,16 +548,14 @@ def _selector_immutable(obj: dict, old: dict | None) -> list[FieldError]:
 # --- services ----------------------------------------------------------------------------------------------------
 
 def _normalized_service(obj: dict, old: dict | None) -> dict:
-    """clusterIPs as the registry sets them from clusterIP before validating."""
+    """The Service as the registry hands it to validation: clusterIPs set from clusterIP, and on an update the
+    allocated values carried over and the fields of a former type dropped (`prepare_service_update`)."""
+    if old is not None:
+        return prepare_service_update(obj, old)
     svc = copy.deepcopy(obj)
     spec = svc.setdefault("spec", {})
-    old_spec = (old or {}).get("spec") or {}
-    ip = spec.get("clusterIP")
-    ips = spec.get("clusterIPs")
-    if ip and not ips:
-        spec["clusterIPs"] = [ip]
-    elif ip and old is not None and ips == old_spec.get("clusterIPs") and ips and ips[0] != ip:
-        spec["clusterIPs"] = [ip] + list(ips[1:])
+    if spec.get("clusterIP") and not spec.get("clusterIPs"):
+        spec["clusterIPs"] = [spec["clusterIP"]]
     return svc
 
 

@@ -197,3 +197,35 @@ def test_static_band_used_when_dynamic_full():
     got = sorted(a.allocate(svc(f"s{i}", type="NodePort"))["spec"]["ports"][0]["nodePort"] for i in range(32))
     assert got == list(range(30000, 30032))
     assert a.used()["nodePorts"]["static_band"] == 16
+
+
+def test_copy_is_independent(alloc):
+    twin = alloc.copy()
+    out = twin.allocate(svc(type="NodePort"))
+    assert alloc.used()["nodePorts"]["used"] == 0 and twin.used()["nodePorts"]["used"] == 1
+    assert alloc.allocate(svc(type="NodePort")) == out
+
+
+def test_replace_without_allocated_fields_keeps_them(alloc):
+    v1 = alloc.allocate(svc(type="LoadBalancer", externalTrafficPolicy="Local",
+                            ports=[{"name": "http", "port": 80, "protocol": "TCP"}]))
+    v2 = alloc.allocate(svc(type="LoadBalancer", externalTrafficPolicy="Local",
+                            ports=[{"name": "http", "port": 80, "protocol": "TCP"}]), old=v1)
+    assert v2["spec"]["clusterIP"] == v1["spec"]["clusterIP"]
+    assert v2["spec"]["ports"][0]["nodePort"] == v1["spec"]["ports"][0]["nodePort"]
+    assert v2["spec"]["healthCheckNodePort"] == v1["spec"]["healthCheckNodePort"]
+    assert alloc.used()["nodePorts"]["used"] == 2
+
+
+def test_switch_to_external_name_releases_ip(alloc):
+    v1 = alloc.allocate(svc())
+    v2 = alloc.allocate(dict(v1, spec=dict(v1["spec"], type="ExternalName", externalName="example.com")), old=v1)
+    assert "clusterIP" not in v2["spec"] and "clusterIPs" not in v2["spec"]
+    assert alloc.ip_owner(v1["spec"]["clusterIP"]) is None
+
+
+def test_health_check_port_dropped_with_local_policy(alloc):
+    v1 = alloc.allocate(svc(type="LoadBalancer", externalTrafficPolicy="Local"))
+    v2 = alloc.allocate(dict(v1, spec=dict(v1["spec"], externalTrafficPolicy="Cluster")), old=v1)
+    assert "healthCheckNodePort" not in v2["spec"]
+    assert alloc.used()["nodePorts"]["used"] == 1

@@ -387,3 +387,22 @@ def test_configmap_keys():
         "data[bad key]: Invalid value: \"bad key\": a valid config key must consist of alphanumeric characters, '-', "
         "'_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
         "'[-._a-zA-Z0-9]+')"]
+
+
+def test_update_prepared_like_the_registry():
+    from labsupport.model.defaults import prepare_service_update
+    old = service(type="NodePort", clusterIP="10.96.12.7", ports=[{"name": "http", "port": 80, "nodePort": 30080}])
+    # kubectl replace without the allocated fields: they are carried over, nothing to complain about.
+    validate(service(type="NodePort", ports=[{"name": "http", "port": 80}]), old)
+    prepared = prepare_service_update(service(type="NodePort", ports=[{"name": "http", "port": 80}]), old)
+    assert prepared["spec"]["clusterIPs"] == ["10.96.12.7"] and prepared["spec"]["ports"][0]["nodePort"] == 30080
+    # kubectl apply switching back to ClusterIP keeps the server's nodePort and policy: the registry drops them.
+    merged = copy.deepcopy(old)
+    merged["spec"]["type"] = "ClusterIP"
+    validate(merged, old)
+    prepared = prepare_service_update(merged, old)
+    assert "nodePort" not in prepared["spec"]["ports"][0] and "externalTrafficPolicy" not in prepared["spec"]
+    # A nodePort the client sets while switching to ClusterIP is still refused.
+    merged["spec"]["ports"][0]["nodePort"] = 30099
+    assert messages(merged, old) == [
+        "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"]
