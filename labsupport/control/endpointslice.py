@@ -251,8 +251,8 @@ def reconcile(service: dict, pods: Iterable[dict], existing_slices: Iterable[dic
     """What upstream's EndpointSlice reconciler writes for this Service; inputs are never mutated."""
     spec = service.get("spec") or {}
     plan = ReconcilePlan()
-    if not spec.get("selector"):
-        return plan
+    if not spec.get("selector") or spec.get("type") == "ExternalName":
+        return plan  # the controller leaves these Services' slices alone
     zones = {}
     for node in nodes or ():
         meta = node.get("metadata") or {}
@@ -641,7 +641,7 @@ def endpoints_for(service: dict, pods: Iterable[dict]) -> dict | None:
     """The v1 Endpoints object the endpoints controller writes for this Service (None without a selector)."""
     spec = service.get("spec") or {}
     selector = spec.get("selector")
-    if not selector:
+    if not selector or spec.get("type") == "ExternalName":
         return None
     namespace = _namespace(service)
     name = service["metadata"]["name"]

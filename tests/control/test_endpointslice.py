@@ -136,6 +136,10 @@ def test_identical_placeholder_is_left_alone():
 
 def test_service_without_selector_is_not_managed():
     assert reconcile(service(selector={}), [pod(1)], [], NODES).is_empty()
+    external = service()
+    external["spec"]["type"] = "ExternalName"
+    assert reconcile(external, [pod(1)], [], NODES).is_empty()
+    assert endpoints_for(external, [pod(1)]) is None
     svc = service()
     del svc["spec"]["selector"]
     assert reconcile(svc, [pod(1)], [], NODES).is_empty()
