@@ -3,7 +3,8 @@
 Which function to use:
 
 * `parse_selector("app=web,tier!=db")` — kubectl `-l` text. The empty string selects everything.
-* `from_label_selector({"matchLabels": …, "matchExpressions": […]})` — a LabelSelector (Deployment, ReplicaSet …).
+* `from_label_selector({"matchLabels": …, "matchExpressions": […]})` — a LabelSelector (Deployment,
+  ReplicaSet …).
   An empty LabelSelector `{}` selects everything; `None` selects nothing (as `metav1.LabelSelectorAsSelector`).
 * `from_service_selector(spec.get("selector"))` — a Service's plain map. An empty or missing map selects
   nothing: such a Service gets no EndpointSlices written for it.
@@ -304,7 +305,7 @@ def from_label_selector(selector: dict | None) -> Selector:
         if mapped is None:
             raise BadRequest(f'"{op}" is not a valid label selector operator')
         reqs.append(_requirement(key, mapped, values))
-    return Selector(tuple(reqs))
+    return Selector(tuple(sorted(reqs, key=lambda r: r.key)))
 
 
 def from_map(labels: dict | None) -> Selector:

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any, Callable
 
-from labsupport.errors import FieldError, Invalid
+from labsupport.errors import BadRequest, FieldError, Invalid
 from labsupport.model import meta
 from labsupport.model.defaults import prepare_service_update
 from labsupport.model.kinds import KindInfo, by_kind
@@ -358,24 +358,30 @@ def _template_labels(spec: dict) -> dict | None:
 
 
 def _selector_and_template(spec: dict, kind_word: str, required: bool) -> list[FieldError]:
+    # Deployments, ReplicaSets and StatefulSets complain about an empty selector before comparing it with the
+    # template's labels; DaemonSets (which do not require one) after.
     errs: list[FieldError] = []
     selector = spec.get("selector")
+    empty = selector is not None and not (selector.get("matchLabels") or selector.get("matchExpressions"))
+    empty_error = FieldError.invalid("spec.selector", go_label_selector(selector),
+                                     f"empty selector is invalid for {kind_word}")
     if selector is None:
         if required:
             errs.append(FieldError.required("spec.selector"))
     else:
         errs += validate_label_selector(selector, "spec.selector")
-        if not (selector.get("matchLabels") or selector.get("matchExpressions")):
-            errs.append(FieldError.invalid("spec.selector", go_label_selector(selector),
-                                           f"empty selector is invalid for {kind_word}"))
+        if empty and required:
+            errs.append(empty_error)
     try:
         parsed = from_label_selector(selector)
-    except Exception:
+    except BadRequest:
         errs.append(FieldError.invalid("spec.selector", go_label_selector(selector), "invalid label selector"))
         return errs
     if not parsed.empty() and not parsed.matches(_template_labels(spec) or {}):
         errs.append(FieldError.invalid("spec.template.metadata.labels", go_string_map(_template_labels(spec)),
                                        SELECTOR_MISMATCH))
+    if empty and not required:
+        errs.append(empty_error)
     return errs
 
 
@@ -508,8 +514,8 @@ def _validate_statefulset(obj: dict, old: dict | None) -> list[FieldError]:
         errs += _nonnegative((strategy.get("rollingUpdate") or {}).get("partition"),
                              "spec.updateStrategy.rollingUpdate.partition")
     else:
-        errs.append(FieldError.invalid("spec.updateStrategy", GoValue(f'apps.StatefulSetUpdateStrategy{{Type:"{kind}"}}'),
-                                       "must be 'RollingUpdate' or 'OnDelete'"))
+        value = GoValue(f'apps.StatefulSetUpdateStrategy{{Type:"{kind}"}}')
+        errs.append(FieldError.invalid("spec.updateStrategy", value, "must be 'RollingUpdate' or 'OnDelete'"))
     errs += _nonnegative(spec.get("replicas"), "spec.replicas")
     errs += _nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds")
     errs += _selector_and_template(spec, "statefulset", required=True)
@@ -641,7 +647,8 @@ def _validate_cluster_ips(spec: dict, old_spec: dict | None) -> list[FieldError]
     if len(ips) > 1:
         v6 = sum(1 for v in ips if ipaddress.ip_address(v).version == 6)
         if v6 in (0, len(ips)):
-            errs.append(FieldError.invalid("spec.clusterIPs", ips, "may specify no more than one IP for each IP family"))
+            errs.append(FieldError.invalid("spec.clusterIPs", ips,
+                                           "may specify no more than one IP for each IP family"))
     families = spec.get("ipFamilies") or []
     if ips and ips != ["None"]:
         for i, value in enumerate(ips):
@@ -697,7 +704,8 @@ def _validate_service(obj: dict, old: dict | None) -> list[FieldError]:
     if not ports and not headless and svc_type != "ExternalName":
         errs.append(FieldError.required("spec.ports"))
     if svc_type in ("LoadBalancer", "NodePort") and headless:
-        errs.append(FieldError.invalid("spec.clusterIPs[0]", "None", f"may not be set to 'None' for {svc_type} services"))
+        errs.append(FieldError.invalid("spec.clusterIPs[0]", "None",
+                                       f"may not be set to 'None' for {svc_type} services"))
     elif svc_type == "ExternalName":
         if ips:
             errs.append(FieldError.forbidden("spec.clusterIPs", "may not be set for ExternalName services"))
@@ -747,7 +755,8 @@ def _validate_service(obj: dict, old: dict | None) -> list[FieldError]:
             errs.append(FieldError.duplicate(f"spec.ports[{i}]", _go_service_port_key(*key)))
         seen_ports.add(key)
     if spec.get("loadBalancerSourceRanges") and svc_type != "LoadBalancer":
-        errs.append(FieldError.forbidden("spec.LoadBalancerSourceRanges", "may only be used when `type` is 'LoadBalancer'"))
+        errs.append(FieldError.forbidden("spec.LoadBalancerSourceRanges",
+                                         "may only be used when `type` is 'LoadBalancer'"))
     if spec.get("allocateLoadBalancerNodePorts") is not None and svc_type != "LoadBalancer":
         errs.append(FieldError.forbidden("spec.allocateLoadBalancerNodePorts",
                                          "may only be used when `type` is 'LoadBalancer'"))

@@ -85,3 +85,8 @@ def test_field_selector():
     with pytest.raises(BadRequest) as err:
         parse_field_selector("spec.foo=1").check_supported("Pod")
     assert err.value.message == "field label not supported: spec.foo"
+
+
+def test_label_selector_string_sorted():
+    sel = {"matchLabels": {"tier": "web"}, "matchExpressions": [{"key": "app", "operator": "Exists"}]}
+    assert str(from_label_selector(sel)) == "app,tier=web"

@@ -144,7 +144,8 @@ def test_session_affinity():
     assert refused(service(sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 0}})) == (
         'The Service "web" is invalid: spec.sessionAffinityConfig.clientIP.timeoutSeconds: Invalid value: 0: must be '
         "greater than 0 and less than 86400")
-    assert messages(service(sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 86400}})) == []
+    longest = {"clientIP": {"timeoutSeconds": 86400}}
+    assert messages(service(sessionAffinity="ClientIP", sessionAffinityConfig=longest)) == []
     assert messages(service(sessionAffinity="ClientIP",
                             sessionAffinityConfig={"clientIP": {"timeoutSeconds": 86401}}))[0].endswith("86400")
     assert messages(service(sessionAffinityConfig={"clientIP": {"timeoutSeconds": 10}})) == [
@@ -406,3 +407,12 @@ def test_update_prepared_like_the_registry():
     merged["spec"]["ports"][0]["nodePort"] = 30099
     assert messages(merged, old) == [
         "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"]
+
+
+def test_daemonset_empty_selector_reported_after_labels():
+    ds = apply_defaults({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": "d"},
+                         "spec": {"selector": {}, "template": {"metadata": {"labels": {"app": "a"}},
+                                                               "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
+    assert messages(ds) == [
+        "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), "
+        "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for daemonset"]
