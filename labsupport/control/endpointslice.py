@@ -125,8 +125,7 @@ def _find_port(pod: dict, service_port: dict) -> int | None:
         target = service_port.get("port")
     if isinstance(target, int):
         return target
-    if isinstance(target, str) and target.isdigit():
-        return int(target)
+    # A string targetPort is always a port name, even when it spells a number (intstr semantics).
     protocol = service_port.get("protocol") or "TCP"
     spec = pod.get("spec") or {}
     for container in spec.get("containers") or ():

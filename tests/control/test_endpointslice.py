@@ -535,3 +535,11 @@ def test_legacy_endpoints_repacks_by_port_set():
     ep = endpoints_for(service(ports=ports), [both, one])
     shapes = sorted(([a["ip"] for a in s["addresses"]], [p["port"] for p in s["ports"]]) for s in ep["subsets"])
     assert shapes == [(["10.1.0.2"], [8080, 9100]), (["10.1.0.3"], [9100])]
+
+
+def test_quoted_number_target_port_is_a_port_name():
+    svc = service(ports=[{"name": "http", "port": 80, "targetPort": "8080", "protocol": "TCP"}])
+    named = pod(1, container_ports=[{"name": "8080", "containerPort": 9999, "protocol": "TCP"}])
+    plan = reconcile(svc, [named, pod(2)], [], NODES)
+    shapes = sorted(([p["port"] for p in s["ports"]], len(s["endpoints"])) for s in plan.create)
+    assert shapes == [([], 1), ([9999], 1)]
