@@ -1,1 +1,454 @@
-"""labsupport.apps."""
+"""What runs in a pod: recognised by image repository (any tag) and arguments, behaving like the real image.
+
+`nginx` serves HTTP on 80; `registry.k8s.io/e2e-test-images/agnhost` with `netexec` serves `/clientip` and
+`/hostname`; `registry.k8s.io/echoserver` echoes the request; `coredns` answers DNS on 53; `jessie-dnsutils` and
+`busybox` run their command and exit when it ends; an image the lab does not know runs and listens on nothing.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+__all__ = ["App", "AppEnv", "HttpResponse", "ExecResult", "app_for", "image_repository"]
+
+
+@dataclass
+class HttpResponse:
+    """What an app answers to one HTTP request."""
+
+    status: int
+    body: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ExecResult:
+    """The outcome of a command run in a container: exit code and output."""
+
+    code: int
+    stdout: str = ""
+    stderr: str = ""
+
+
+class AppEnv(Protocol):
+    """What the cluster offers an app: its clock, DNS and the network, seen from the pod."""
+
+    def now(self) -> float: ...
+
+    def nslookup(self, name: str) -> Any: ...
+
+    def fetch(self, url: str) -> Any: ...
+
+
+def image_repository(image: str) -> str:
+    """`registry.k8s.io/e2e-test-images/agnhost:2.53` → `registry.k8s.io/e2e-test-images/agnhost`."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        name = name[: len(name) - len(last)] + last.split(":", 1)[0]
+    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/library/"):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    return name
+
+
+def _flag(args: list[str], name: str, default: str | None = None) -> str | None:
+    for i, a in enumerate(args):
+        if a.startswith(f"--{name}="):
+            return a.split("=", 1)[1]
+        if a == f"--{name}" and i + 1 < len(args):
+            return args[i + 1]
+    return default
+
+
+class App:
+    """A container's process. Subclasses say what it listens on and how it answers."""
+
+    kind = "unknown"
+    long_running = True
+
+    def __init__(self, pod: dict, container: dict, env: AppEnv | None = None):
+        self.pod = pod
+        self.container = container
+        self.env = env
+        self.argv: list[str] = list(container.get("command") or []) + list(container.get("args") or [])
+        self.files: dict[str, str] = {}
+        self.log: list[str] = []
+        self.running = True
+
+    @property
+    def hostname(self) -> str:
+        """The pod's hostname as the container sees it."""
+        spec = self.pod.get("spec", {})
+        return spec.get("hostname") or self.pod["metadata"]["name"]
+
+    def listens(self) -> set[tuple[str, int]]:
+        """The (protocol, port) pairs this process accepts connections on."""
+        return set()
+
+    def http(self, method: str, path: str, peer: tuple[str, int], port: int,
+             headers: dict[str, str] | None = None) -> HttpResponse | None:
+        """Answer one HTTP request that reached `port` from `peer`; None if this port speaks no HTTP."""
+        return None
+
+    def udp(self, port: int, payload: bytes, peer: tuple[str, int]) -> bytes | None:
+        """Answer one UDP datagram; None for no answer."""
+        return None
+
+    def exec(self, argv: list[str]) -> ExecResult:
+        """Run a command inside the container (kubectl exec, exec probes)."""
+        return run_shell_command(self, argv)
+
+    def run_command(self) -> tuple[int, str, float] | None:
+        """For run-to-completion images: (exit code, output, seconds it takes); None for servers."""
+        return None
+
+    def access_log(self, peer: tuple[str, int], method: str, path: str, status: int, size: int,
+                   agent: str = "curl/8.11.1") -> None:
+        """Append one line in nginx's combined log format."""
+        from datetime import datetime, timezone
+        now = self.env.now() if self.env else 0.0
+        stamp = datetime.fromtimestamp(now, tz=timezone.utc).strftime("%d/%b/%Y:%H:%M:%S +0000")
+        self.log.append(f'{peer[0]} - - [{stamp}] "{method} {path} HTTP/1.1" {status} {size} "-" "{agent}" "-"')
+
+
+NGINX_INDEX = """<!DOCTYPE html>
+<html>
+<head>
+<title>Welcome to nginx!</title>
+<style>
+html { color-scheme: light dark; }
+body { width: 35em; margin: 0 auto;
+font-family: Tahoma, Verdana, Arial, sans-serif; }
+</style>
+</head>
+<body>
+<h1>Welcome to nginx!</h1>
+<p>If you see this page, the nginx web server is successfully installed and
+working. Further configuration is required.</p>
+
+<p>For online documentation and support please refer to
+<a href="http://nginx.org/">nginx.org</a>.<br/>
+Commercial support is available at
+<a href="http://nginx.com/">nginx.com</a>.</p>
+
+<p><em>Thank you for using nginx.</em></p>
+</body>
+</html>
+"""
+NGINX_ROOT = "/usr/share/nginx/html"
+
+
+class Nginx(App):
+    """nginx: static files from /usr/share/nginx/html on port 80, a 403 for a directory without index.html."""
+
+    kind = "nginx"
+
+    def __init__(self, pod, container, env=None):
+        super().__init__(pod, container, env)
+        self.files = {f"{NGINX_ROOT}/index.html": NGINX_INDEX,
+                      f"{NGINX_ROOT}/50x.html": "<html><body><h1>An error occurred.</h1></body></html>\n"}
+
+    def listens(self):
+        return {("TCP", 80)}
+
+    def http(self, method, path, peer, port, headers=None):
+        if port != 80:
+            return None
+        clean = path.split("?", 1)[0]
+        target = f"{NGINX_ROOT}{clean}"
+        if clean.endswith("/"):
+            target += "index.html"
+        if target in self.files:
+            resp = HttpResponse(200, self.files[target], {"Server": "nginx/1.27.3", "Content-Type": "text/html"})
+        elif clean.endswith("/"):
+            resp = HttpResponse(403, _nginx_error(403, "Forbidden"), {"Server": "nginx/1.27.3"})
+        else:
+            resp = HttpResponse(404, _nginx_error(404, "Not Found"), {"Server": "nginx/1.27.3"})
+        self.access_log(peer, method, path, resp.status, len(resp.body),
+                        (headers or {}).get("User-Agent", "curl/8.11.1"))
+        return resp
+
+
+def _nginx_error(code: int, text: str) -> str:
+    return (f"<html>\r\n<head><title>{code} {text}</title></head>\r\n<body>\r\n<center><h1>{code} {text}</h1></center>\r\n"
+            "<hr><center>nginx/1.27.3</center>\r\n</body>\r\n</html>\r\n")
+
+
+class Netexec(App):
+    """agnhost netexec: HTTP on --http-port (8080) with /clientip, /hostname, /echo, /healthz; UDP on --udp-port."""
+
+    kind = "agnhost-netexec"
+
+    def __init__(self, pod, container, env=None):
+        super().__init__(pod, container, env)
+        self.http_port = int(_flag(self.argv, "http-port", "8080"))
+        self.udp_port = int(_flag(self.argv, "udp-port", "8081"))
+
+    def listens(self):
+        ports = {("TCP", self.http_port)}
+        if self.udp_port > 0:
+            ports.add(("UDP", self.udp_port))
+        return ports
+
+    def http(self, method, path, peer, port, headers=None):
+        if port != self.http_port:
+            return None
+        route, _, query = path.partition("?")
+        if route == "/clientip":
+            return HttpResponse(200, f"{peer[0]}:{peer[1]}")
+        if route == "/hostname":
+            return HttpResponse(200, self.hostname)
+        if route == "/echo":
+            params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+            return HttpResponse(200, params.get("msg", ""))
+        if route in ("/healthz", "/healthz/"):
+            return HttpResponse(200, "ok")
+        if route in ("/", ""):
+            from datetime import datetime, timezone
+            now = self.env.now() if self.env else 0.0
+            return HttpResponse(200, "NOW: " + datetime.fromtimestamp(now, tz=timezone.utc).isoformat())
+        return HttpResponse(404, "404 page not found\n")
+
+    def udp(self, port, payload, peer):
+        if port != self.udp_port:
+            return None
+        text = payload.decode(errors="replace").strip()
+        if text == "hostname":
+            return self.hostname.encode()
+        if text == "clientip":
+            return f"{peer[0]}:{peer[1]}".encode()
+        if text.startswith("echo "):
+            return text[5:].encode()
+        return None
+
+
+class ServeHostname(App):
+    """agnhost serve-hostname: answers its hostname on --port (9376)."""
+
+    kind = "agnhost-serve-hostname"
+
+    def __init__(self, pod, container, env=None):
+        super().__init__(pod, container, env)
+        self.port = int(_flag(self.argv, "port", "9376"))
+
+    def listens(self):
+        return {("TCP", self.port)}
+
+    def http(self, method, path, peer, port, headers=None):
+        return HttpResponse(200, self.hostname) if port == self.port else None
+
+
+class EchoServer(App):
+    """registry.k8s.io/echoserver: echoes the request (client address, headers) on 8080."""
+
+    kind = "echoserver"
+
+    def listens(self):
+        return {("TCP", 8080)}
+
+    def http(self, method, path, peer, port, headers=None):
+        if port != 8080:
+            return None
+        headers = headers or {}
+        lines = [f"\t{k.lower()}={v}" for k, v in sorted(headers.items())]
+        body = (f"\n\nHostname: {self.hostname}\n\nPod Information:\n\t-no pod information available-\n\n"
+                "Server values:\n\tserver_version=nginx: 1.13.3 - lua: 10008\n\n"
+                f"Request Information:\n\tclient_address={peer[0]}\n\tmethod={method}\n\treal path={path.split('?')[0]}\n"
+                f"\tquery={path.partition('?')[2]}\n\trequest_version=1.1\n\trequest_scheme=http\n"
+                f"\trequest_uri=http://{headers.get('Host', '')}:8080{path}\n\n"
+                "Request Headers:\n" + "\n".join(lines) + "\n\nRequest Body:\n\t-no body in request-\n\n")
+        return HttpResponse(200, body)
+
+
+class CoreDNS(App):
+    """CoreDNS: DNS on 53 (UDP and TCP), /health on 8080, /ready on 8181, metrics on 9153."""
+
+    kind = "coredns"
+
+    def listens(self):
+        return {("UDP", 53), ("TCP", 53), ("TCP", 8080), ("TCP", 8181), ("TCP", 9153)}
+
+    def http(self, method, path, peer, port, headers=None):
+        if port == 8080 and path.startswith("/health"):
+            return HttpResponse(200, "OK")
+        if port == 8181 and path.startswith("/ready"):
+            return HttpResponse(200, "OK")
+        if port == 9153:
+            return HttpResponse(200, "# HELP coredns_build_info A metric with a constant '1' value\n")
+        return None
+
+
+class CommandRunner(App):
+    """busybox / jessie-dnsutils / curl images: run the command, print its output, exit."""
+
+    kind = "command"
+
+    def __init__(self, pod, container, env=None):
+        super().__init__(pod, container, env)
+        self.long_running = _is_long_running(self.argv)
+
+    def run_command(self):
+        if not self.argv:
+            return 0, "", 0.0
+        result = run_shell_command(self, self.argv)
+        return result.code, result.stdout + result.stderr, _duration(self.argv)
+
+
+class Unknown(App):
+    """An image the lab does not know: it runs and listens on nothing."""
+
+    kind = "unknown"
+
+
+def _is_long_running(argv: list[str]) -> bool:
+    words = _flatten(argv)
+    if not words:
+        return False
+    if words[0] == "sleep":
+        return True
+    return words[0] in ("tail",) or "infinity" in words
+
+
+def _duration(argv: list[str]) -> float:
+    words = _flatten(argv)
+    if words and words[0] == "sleep" and len(words) > 1:
+        try:
+            return float(words[1])
+        except ValueError:
+            return float("inf")
+    return 0.5
+
+
+def _flatten(argv: list[str]) -> list[str]:
+    if len(argv) >= 3 and argv[0] in ("sh", "/bin/sh", "bash", "/bin/bash") and argv[1] == "-c":
+        try:
+            return shlex.split(argv[2])
+        except ValueError:
+            return argv[2].split()
+    return list(argv)
+
+
+def run_shell_command(app: App, argv: list[str]) -> ExecResult:
+    """The handful of commands the lab's containers understand (sleep, cat, rm, echo, hostname, nslookup, wget,
+    curl, ls, true, false), including `sh -c "…"` with `;`/`&&` and `>` redirection."""
+    if len(argv) >= 3 and argv[0] in ("sh", "/bin/sh", "bash", "/bin/bash") and argv[1] == "-c":
+        out, err, code = [], [], 0
+        for part in _split_script(argv[2]):
+            r = run_shell_command(app, part)
+            out.append(r.stdout)
+            err.append(r.stderr)
+            code = r.code
+            if code != 0 and part is not None:
+                break
+        return ExecResult(code, "".join(out), "".join(err))
+    if not argv:
+        return ExecResult(0)
+    cmd, args = argv[0].rsplit("/", 1)[-1], argv[1:]
+    if ">" in args:
+        i = args.index(">")
+        inner = run_shell_command(app, [argv[0], *args[:i]])
+        if i + 1 < len(args):
+            app.files[args[i + 1]] = inner.stdout
+        return ExecResult(inner.code, "", inner.stderr)
+    handler = _COMMANDS.get(cmd)
+    if handler is None:
+        return ExecResult(127, "", f"sh: {cmd}: not found\n")
+    return handler(app, args)
+
+
+def _split_script(script: str) -> list[list[str]]:
+    parts: list[list[str]] = []
+    for chunk in script.replace("&&", ";").split(";"):
+        chunk = chunk.strip()
+        if chunk:
+            try:
+                parts.append(shlex.split(chunk))
+            except ValueError:
+                parts.append(chunk.split())
+    return parts
+
+
+def _cmd_cat(app, args):
+    out = []
+    for path in args:
+        if path not in app.files:
+            return ExecResult(1, "".join(out), f"cat: {path}: No such file or directory\n")
+        out.append(app.files[path])
+    return ExecResult(0, "".join(out))
+
+
+def _cmd_rm(app, args):
+    force = any(a.startswith("-") and "f" in a for a in args)
+    for path in (a for a in args if not a.startswith("-")):
+        if path in app.files:
+            del app.files[path]
+        elif not force:
+            return ExecResult(1, "", f"rm: cannot remove '{path}': No such file or directory\n")
+    return ExecResult(0)
+
+
+def _cmd_ls(app, args):
+    target = next((a for a in args if not a.startswith("-")), "/")
+    names = sorted(p[len(target.rstrip("/")) + 1:] for p in app.files if p.startswith(target.rstrip("/") + "/"))
+    return ExecResult(0, "".join(n + "\n" for n in names if "/" not in n))
+
+
+def _cmd_nslookup(app, args):
+    names = [a for a in args if not a.startswith("-")]
+    if not names or app.env is None:
+        return ExecResult(1, "", "nslookup: no name given\n")
+    answer = app.env.nslookup(names[0])
+    text = answer.text if hasattr(answer, "text") else str(answer)
+    ok = getattr(answer, "rcode", "NOERROR") == "NOERROR" and getattr(answer, "addresses", [1])
+    return ExecResult(0 if ok else 1, text if text.endswith("\n") else text + "\n")
+
+
+def _cmd_fetch(app, args):
+    urls = [a for a in args if "://" in a or (a and not a.startswith("-") and "." in a)]
+    if not urls or app.env is None:
+        return ExecResult(2, "", "no URL given\n")
+    result = app.env.fetch(urls[-1])
+    status = getattr(result, "status", None)
+    if status is None:
+        return ExecResult(7, "", f"{getattr(result, 'error', 'connection failed')}\n")
+    return ExecResult(0, getattr(result, "body", ""))
+
+
+_COMMANDS: dict[str, Callable[[App, list[str]], ExecResult]] = {
+    "true": lambda app, a: ExecResult(0),
+    "false": lambda app, a: ExecResult(1),
+    "sleep": lambda app, a: ExecResult(0),
+    "echo": lambda app, a: ExecResult(0, " ".join(a) + "\n"),
+    "hostname": lambda app, a: ExecResult(0, app.hostname + "\n"),
+    "cat": _cmd_cat,
+    "rm": _cmd_rm,
+    "ls": _cmd_ls,
+    "touch": lambda app, a: (app.files.update({p: app.files.get(p, "") for p in a}), ExecResult(0))[1],
+    "nslookup": _cmd_nslookup,
+    "wget": _cmd_fetch,
+    "curl": _cmd_fetch,
+}
+
+
+def app_for(pod: dict, container: dict, env: AppEnv | None = None) -> App:
+    """The App that this container's image and arguments describe."""
+    repo = image_repository(container.get("image", ""))
+    argv = list(container.get("command") or []) + list(container.get("args") or [])
+    short = repo.rsplit("/", 1)[-1]
+    if short == "nginx" or repo.endswith("/nginx"):
+        return Nginx(pod, container, env)
+    if short == "agnhost":
+        if "netexec" in argv:
+            return Netexec(pod, container, env)
+        if "serve-hostname" in argv:
+            return ServeHostname(pod, container, env)
+        return CommandRunner(pod, container, env) if argv else Unknown(pod, container, env)
+    if short == "echoserver":
+        return EchoServer(pod, container, env)
+    if short == "coredns":
+        return CoreDNS(pod, container, env)
+    if short in ("busybox", "jessie-dnsutils", "dnsutils", "curl", "alpine", "netshoot"):
+        return CommandRunner(pod, container, env)
+    return Unknown(pod, container, env)

@@ -29,7 +29,14 @@ def read_configuration(cluster: "Cluster") -> dict:
         config = yaml.safe_load((cm.get("data") or {}).get("config.conf", "")) or {}
     except yaml.YAMLError:
         return {}
-    return config if isinstance(config, dict) else {}
+    return _drop_nulls(config) if isinstance(config, dict) else {}
+
+
+def _drop_nulls(value):
+    """kubeadm writes unset fields as null; kube-proxy's defaulting treats them as absent."""
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    return value
 
 
 class KubeProxyDaemons:

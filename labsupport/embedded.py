@@ -1,0 +1,300 @@
+"""The embedded backends: `sim` (the data plane modelled from kube-proxy's rules) and `netns` (a real Linux one).
+
+Both run the embedded control plane; they differ only in where packets go.
+"""
+from __future__ import annotations
+
+import html
+import json
+from typing import Any, Callable
+
+import yaml
+
+from labsupport.control.cluster import Cluster, ClusterConfig, ZONES
+from labsupport.control.store import clone
+from labsupport.errors import BadRequest, LabError, NotFound
+from labsupport.model.kinds import resolve
+from labsupport.proxy.daemon import KubeProxyDaemons
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
+
+
+def merge_for_apply(current: dict, manifest: dict) -> dict:
+    """What `kubectl apply` of a whole manifest writes over an existing object: the manifest's fields, plus what
+    the server set and the manifest leaves out (clusterIP, allocated nodePorts, replicas set by `scale`)."""
+    new = clone(manifest)
+    meta = new.setdefault("metadata", {})
+    meta["resourceVersion"] = current["metadata"]["resourceVersion"]
+    kind = current["kind"]
+    spec, old_spec = new.setdefault("spec", {}), current.get("spec", {})
+    if kind == "Service":
+        for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "healthCheckNodePort"):
+            if key not in spec and key in old_spec:
+                if key == "healthCheckNodePort" and not (spec.get("type") == "LoadBalancer" and
+                                                         spec.get("externalTrafficPolicy") == "Local"):
+                    continue
+                spec[key] = old_spec[key]
+        if spec.get("type") in ("NodePort", "LoadBalancer"):
+            old_ports = old_spec.get("ports") or []
+            for port in spec.get("ports") or []:
+                if "nodePort" in port:
+                    continue
+                match = next((p for p in old_ports if p.get("nodePort") and (
+                    (port.get("name") and p.get("name") == port.get("name")) or
+                    (p.get("port") == port.get("port") and p.get("protocol", "TCP") == port.get("protocol", "TCP")))),
+                    None)
+                if match:
+                    port["nodePort"] = match["nodePort"]
+    if kind in ("Deployment", "StatefulSet", "ReplicaSet") and "replicas" not in spec and "replicas" in old_spec:
+        last = json.loads(current["metadata"].get("annotations", {}).get(LAST_APPLIED, "{}") or "{}")
+        if "replicas" not in last.get("spec", {}):
+            spec["replicas"] = old_spec["replicas"]
+    return new
+
+
+class EmbeddedBackend:
+    """The embedded control plane with a data plane: modelled (`sim`) or a real kernel (`netns`)."""
+
+    def __init__(self, *, kernel: bool = False, seed: int = 0, proxy_mode: str = "iptables", workers: int = 3,
+                 zones: tuple[str, ...] | None = None, max_endpoints_per_slice: int = 100, record_events: bool = True,
+                 **options: Any):
+        unknown = set(options) - {"control_plane", "node_labels", "max_pods", "name"}
+        if unknown:
+            raise BadRequest(f"unknown Lab option(s): {', '.join(sorted(unknown))}")
+        config = ClusterConfig(workers=workers, zones=tuple(zones or ZONES), proxy_mode=proxy_mode,
+                               max_endpoints_per_slice=max_endpoints_per_slice, record_events=record_events,
+                               control_plane=options.get("control_plane", True),
+                               max_pods=options.get("max_pods", 110),
+                               extra_node_labels=options.get("node_labels", {}))
+        if kernel:
+            from labsupport.dataplane.kernel import preflight
+            preflight(proxy_mode)
+        self.cluster = Cluster(config, seed=seed)
+        self.proxies = KubeProxyDaemons(self.cluster)
+        if kernel:
+            from labsupport.dataplane.kernel import KernelNetwork
+            self.network = KernelNetwork(self.cluster, self.proxies, seed=seed)
+        else:
+            from labsupport.dataplane.network import SimNetwork
+            self.network = SimNetwork(self.cluster, self.proxies, seed=seed)
+        self.cluster.network = self.network
+        self.kernel = kernel
+        self._apiserver = None
+
+    # --- objects -------------------------------------------------------------------------------------------
+    def apply(self, obj: dict) -> dict:
+        """Create the object, or update it as `kubectl apply` would."""
+        info = resolve(obj.get("kind", ""))
+        meta = obj.get("metadata") or {}
+        ns = (meta.get("namespace") or "default") if info.namespaced else None
+        manifest = clone(obj)
+        manifest.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED] = \
+            json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n"
+        current = self.cluster.store.find(info.kind, ns, meta.get("name", "")) if meta.get("name") else None
+        if current is None:
+            return self.cluster.create(manifest)
+        return self.cluster.replace(merge_for_apply(current, manifest))
+
+    def create(self, obj: dict) -> dict:
+        """Create one object."""
+        return self.cluster.create(obj)
+
+    def get(self, kind: str, name: str, namespace: str | None) -> dict:
+        """One object."""
+        return self.cluster.get(kind, namespace, name)
+
+    def list(self, kind: str, namespace: str | None, selector: Any) -> list[dict]:
+        """Objects of a kind."""
+        return self.cluster.list(kind, namespace, selector)
+
+    def delete(self, kind: str, name: str, namespace: str | None, grace_period: int | None = None) -> dict:
+        """Delete one object."""
+        return self.cluster.delete(kind, namespace, name, grace_period=grace_period)
+
+    def scale(self, name: str, replicas: int, namespace: str) -> dict:
+        """Set replicas on a Deployment or StatefulSet."""
+        kind, _, bare = name.rpartition("/")
+        kinds = [resolve(kind).kind] if kind else ["Deployment", "StatefulSet", "ReplicaSet"]
+        with self.cluster.lock:
+            for k in kinds:
+                obj = self.cluster.store.find(k, namespace, bare)
+                if obj is not None:
+                    new = clone(obj)
+                    new["spec"]["replicas"] = replicas
+                    new["metadata"].pop("resourceVersion", None)
+                    return self.cluster.replace(new)
+        raise NotFound.of(resolve(kinds[0]).resource, bare)
+
+    # --- time ----------------------------------------------------------------------------------------------
+    def advance(self, seconds: float) -> None:
+        """Move the virtual clock."""
+        self.cluster.advance(seconds)
+
+    def now(self) -> float:
+        """Virtual time."""
+        return self.cluster.clock.now
+
+    def wait(self, condition: Callable[[], bool], timeout: float) -> float:
+        """Advance timer by timer until the condition holds."""
+        start = self.cluster.clock.now
+        deadline = start + timeout
+        while True:
+            if condition():
+                return self.cluster.clock.now - start
+            with self.cluster.lock:
+                due = self.cluster.clock.next_due()
+                if self.cluster.clock.now >= deadline:
+                    raise TimeoutError(f"the condition did not hold within {timeout:g} s of cluster time")
+                step_to = min(deadline, due if due is not None else deadline)
+                step_to = max(step_to, self.cluster.clock.now + 0.1)
+                self.cluster.advance(min(step_to, deadline) - self.cluster.clock.now)
+
+    def follow_wall_time(self) -> None:
+        """Let the virtual clock follow real time (for live demos)."""
+        self.cluster.clock.follow_wall_time(True)
+
+    # --- network -------------------------------------------------------------------------------------------
+    def nslookup(self, name: str, pod: str | None):
+        """nslookup through the cluster DNS."""
+        with self.cluster.lock:
+            return self.network.nslookup(name, pod)
+
+    def curl(self, url: str, source: str, **options: Any):
+        """One request."""
+        with self.cluster.lock:
+            return self.network.curl(url, source, **options)
+
+    def connect(self, url: str, source: str):
+        """A keep-alive connection."""
+        with self.cluster.lock:
+            return self.network.connect(url, source)
+
+    def trace(self, url: str, source: str):
+        """Trace one new connection."""
+        with self.cluster.lock:
+            return self.network.trace(url, source)
+
+    def _node_name(self, node: str | None) -> str:
+        if node is None:
+            workers = [n["metadata"]["name"] for n in self.cluster.store.list("Node")
+                       if "node-role.kubernetes.io/control-plane" not in n["metadata"]["labels"]]
+            return (workers or [n["metadata"]["name"] for n in self.cluster.store.list("Node")])[0]
+        node = node.split("/", 1)[1] if node.startswith("node/") else node
+        if self.cluster.store.find("Node", None, node) is None:
+            raise NotFound.of("nodes", node)
+        return node
+
+    def proxy_rules(self, node: str | None) -> str:
+        """The node's rules."""
+        with self.cluster.lock:
+            return self.proxies.rules(self._node_name(node))
+
+    def conntrack(self, node: str | None) -> list[str]:
+        """The node's conntrack table."""
+        with self.cluster.lock:
+            return self.network.conntrack(self._node_name(node))
+
+    # --- kube-proxy ----------------------------------------------------------------------------------------
+    def proxy_mode(self) -> str:
+        """The first worker's kube-proxy mode."""
+        return self.proxies.mode(self._node_name(None))
+
+    def set_proxy_mode(self, mode: str) -> None:
+        """Edit the ConfigMap and roll the kube-proxy DaemonSet, then wait for every agent to run the new mode."""
+        with self.cluster.lock:
+            cm = clone(self.cluster.store.get("ConfigMap", "kube-system", "kube-proxy"))
+            config = yaml.safe_load(cm["data"]["config.conf"]) or {}
+            config["mode"] = mode
+            cm["data"]["config.conf"] = yaml.safe_dump(config, sort_keys=False)
+            cm["metadata"].pop("resourceVersion", None)
+            self.cluster.replace(cm)
+            for pod in self.cluster.store.list("Pod", "kube-system"):
+                if (pod["metadata"].get("labels") or {}).get("k8s-app") == "kube-proxy":
+                    self.cluster.delete("Pod", "kube-system", pod["metadata"]["name"], grace_period=1)
+        nodes = [n["metadata"]["name"] for n in self.cluster.store.list("Node")]
+        self.wait(lambda: all(self.proxies.running.get(n) and self.proxies.agents[n].mode == mode for n in nodes), 120)
+
+    def stop_kube_proxy(self, node: str | None) -> None:
+        """Keep kube-proxy off a node (label the node so the DaemonSet leaves it); its rules stay."""
+        self._label_nodes(node, {STOPPED_LABEL: "true"})
+        names = [self._node_name(node)] if node else [n["metadata"]["name"] for n in self.cluster.store.list("Node")]
+        self.wait(lambda: not any(self.proxies.running.get(n) for n in names), 120)
+
+    def start_kube_proxy(self, node: str | None) -> None:
+        """Let the DaemonSet run kube-proxy on a node again."""
+        self._label_nodes(node, {STOPPED_LABEL: None})
+        names = [self._node_name(node)] if node else [n["metadata"]["name"] for n in self.cluster.store.list("Node")]
+        self.wait(lambda: all(self.proxies.running.get(n) for n in names), 120)
+
+    def _label_nodes(self, node: str | None, labels: dict) -> None:
+        with self.cluster.lock:
+            targets = [self._node_name(node)] if node else [n["metadata"]["name"] for n in self.cluster.store.list("Node")]
+            for name in targets:
+                obj = clone(self.cluster.store.get("Node", None, name))
+                for k, v in labels.items():
+                    if v is None:
+                        obj["metadata"]["labels"].pop(k, None)
+                    else:
+                        obj["metadata"]["labels"][k] = v
+                obj["metadata"].pop("resourceVersion", None)
+                self.cluster.replace(obj)
+
+    # --- pods ----------------------------------------------------------------------------------------------
+    def exec(self, pod: str, argv: list[str], namespace: str, container: str | None):
+        """kubectl exec."""
+        with self.cluster.lock:
+            obj = self.cluster.store.get("Pod", namespace, pod)
+            result = self.cluster.kubelet.exec(obj, container, argv)
+            self.cluster.settle()
+            return result
+
+    def logs(self, pod: str, namespace: str, container: str | None) -> str:
+        """kubectl logs."""
+        with self.cluster.lock:
+            return self.cluster.kubelet.logs(self.cluster.store.get("Pod", namespace, pod), container)
+
+    # --- tools ---------------------------------------------------------------------------------------------
+    def apiserver(self):
+        """The embedded API server, started on first use."""
+        if self._apiserver is None:
+            from labsupport.apiserver import APIServer
+            self._apiserver = APIServer(self.cluster)
+            self._apiserver.start()
+        return self._apiserver
+
+    def kubeconfig(self) -> str:
+        """A kubeconfig for the embedded API server."""
+        return self.apiserver().kubeconfig_path
+
+    def kubectl(self, command, *, show: bool = True, input: str | None = None):
+        """Real kubectl against the embedded API server."""
+        from labsupport.kubectl import run_kubectl
+        return run_kubectl(self.kubeconfig(), command, show=show, input=input)
+
+    def meter(self, kinds, watchers):
+        """A watch-traffic meter."""
+        n = watchers if watchers is not None else self.cluster.store.count("Node")
+        return self.cluster.store.meter(kinds, n)
+
+    def summary_html(self) -> str:
+        """A short HTML card for the Lab's repr."""
+        nodes = self.cluster.store.list("Node")
+        rows = "".join(f"<tr><td>{html.escape(n['metadata']['name'])}</td>"
+                       f"<td>{html.escape(self.cluster.node_ip(n))}</td>"
+                       f"<td>{html.escape(n['metadata']['labels'].get('topology.kubernetes.io/zone', ''))}</td>"
+                       f"<td>{html.escape(n['spec'].get('podCIDR', ''))}</td></tr>" for n in nodes)
+        mode = self.proxy_mode()
+        return (f"<div><b>Lab</b> — backend <code>{'netns' if self.kernel else 'sim'}</code>, kube-proxy mode "
+                f"<code>{mode}</code><table><tr><th>node</th><th>IP</th><th>zone</th><th>pod CIDR</th></tr>"
+                f"{rows}</table></div>")
+
+    def close(self) -> None:
+        """Stop servers, remove kernel objects."""
+        if self._apiserver is not None:
+            self._apiserver.stop()
+            self._apiserver = None
+        close = getattr(self.network, "close", None)
+        if close:
+            close()
+        self.cluster.close()

@@ -1,0 +1,199 @@
+"""`Lab` — the one object a notebook uses. It picks a backend and offers the verbs of DESIGN.md."""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from labsupport.errors import BackendUnavailable, BadRequest, LabError, NotFound
+from labsupport.manifests import load_manifests
+
+BACKENDS = ("sim", "netns", "kind", "kube")
+PROXY_MODES = ("iptables", "ipvs", "nftables")
+
+
+class Lab:
+    """A cluster to learn on. `Lab()` reads LABSUPPORT_BACKEND (default "sim").
+
+    >>> lab = Lab(seed=0)
+    >>> [n["metadata"]["name"] for n in lab.get("nodes")]
+    ['lab-control-plane', 'lab-worker', 'lab-worker2', 'lab-worker3']
+    >>> lab.close()
+    """
+
+    def __init__(self, backend: str | None = None, *, seed: int = 0, proxy_mode: str | None = None,
+                 workers: int = 3, zones: tuple[str, ...] | None = None, max_endpoints_per_slice: int = 100,
+                 follow_wall_time: bool = False, record_events: bool = True, kubeconfig: str | None = None,
+                 namespace: str | None = None, **options: Any):
+        backend = backend or os.environ.get("LABSUPPORT_BACKEND", "sim")
+        if backend not in BACKENDS:
+            raise BackendUnavailable(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+        proxy_mode = proxy_mode or os.environ.get("LABSUPPORT_PROXY_MODE") or "iptables"
+        if proxy_mode not in PROXY_MODES:
+            raise BadRequest(f"unknown proxy_mode {proxy_mode!r}: choose one of {', '.join(PROXY_MODES)}")
+        self.backend_name = backend
+        self.seed = seed
+        self.namespace = namespace or "default"
+        if backend in ("sim", "netns"):
+            from labsupport.embedded import EmbeddedBackend
+            self._backend = EmbeddedBackend(kernel=(backend == "netns"), seed=seed, proxy_mode=proxy_mode,
+                                            workers=workers, zones=zones,
+                                            max_endpoints_per_slice=max_endpoints_per_slice,
+                                            record_events=record_events, **options)
+        else:
+            from labsupport.kind.backend import make_backend
+            self._backend = make_backend(backend, proxy_mode=proxy_mode, kubeconfig=kubeconfig,
+                                         namespace=namespace, **options)
+        if follow_wall_time:
+            self._backend.follow_wall_time()
+        self._closed = False
+
+    # --- objects -------------------------------------------------------------------------------------------
+    def apply(self, manifest: Any) -> list[dict]:
+        """Create or update every object in a manifest (YAML text, dict or list), as `kubectl apply` does."""
+        objects = load_manifests(manifest)
+        return [self._backend.apply(obj) for obj in objects]
+
+    def create(self, manifest: Any) -> list[dict]:
+        """Create every object in a manifest; an existing one is an AlreadyExists error (`kubectl create`)."""
+        return [self._backend.create(obj) for obj in load_manifests(manifest)]
+
+    def get(self, kind: str, name: str | None = None, namespace: str | None = "default",
+            selector: str | dict | None = None) -> dict | list[dict]:
+        """One object as a dict, or a list when name is None (namespace None lists all namespaces)."""
+        if name is not None:
+            return self._backend.get(kind, name, namespace)
+        return self._backend.list(kind, namespace, selector)
+
+    def delete(self, kind: str, name: str, namespace: str = "default", *, grace_period: int | None = None) -> dict:
+        """Delete an object; returns once accepted. A pod then terminates for its grace period."""
+        return self._backend.delete(kind, name, namespace, grace_period=grace_period)
+
+    def scale(self, name: str, replicas: int, namespace: str = "default") -> dict:
+        """Set the replicas of a Deployment or StatefulSet (`deploy/web`, `sts/db` or a bare name)."""
+        if replicas < 0:
+            raise BadRequest(f"replicas must be 0 or more, not {replicas}")
+        return self._backend.scale(name, replicas, namespace)
+
+    # --- time ----------------------------------------------------------------------------------------------
+    def advance(self, seconds: float) -> None:
+        """Move the cluster's clock (the embedded clusters' virtual clock; real clusters sleep)."""
+        self._backend.advance(seconds)
+
+    def wait(self, predicate: Callable[["Lab"], bool], timeout: float = 60) -> float:
+        """Advance the clock until `predicate(lab)` is true; returns the seconds it took, or raises TimeoutError."""
+        return self._backend.wait(lambda: predicate(self), timeout)
+
+    @property
+    def now(self) -> float:
+        """The cluster's clock, in seconds since the Unix epoch."""
+        return self._backend.now()
+
+    # --- the network ---------------------------------------------------------------------------------------
+    def nslookup(self, name: str, pod: str | None = None):
+        """Resolve a name as `nslookup` in a pod would (default: a throwaway pod in the default namespace)."""
+        return self._backend.nslookup(name, pod)
+
+    def curl(self, url: str, source: str = "client", **options: Any):
+        """One HTTP request from `source` ("client", "node/<name>", "pod/<name>", "pod/<ns>/<name>").
+
+        Connection refused or timed out is a result, not an exception."""
+        return self._backend.curl(url, source, **options)
+
+    def connect(self, url: str, source: str = "client"):
+        """Open a keep-alive connection: its requests stay on one pod until it closes."""
+        return self._backend.connect(url, source)
+
+    def trace(self, url: str, source: str = "client"):
+        """The path one new connection takes: hops, the rules that matched, every NAT rewrite."""
+        return self._backend.trace(url, source)
+
+    def proxy_rules(self, node: str | None = None) -> str:
+        """The node's kube-proxy rules in the current mode, as the node would print them."""
+        return self._backend.proxy_rules(node)
+
+    def conntrack(self, node: str | None = None) -> list[str]:
+        """The node's conntrack entries, as `conntrack -L` prints them."""
+        return self._backend.conntrack(node)
+
+    # --- kube-proxy ----------------------------------------------------------------------------------------
+    @property
+    def proxy_mode(self) -> str:
+        """The mode kube-proxy runs in (on the first worker)."""
+        return self._backend.proxy_mode()
+
+    def set_proxy_mode(self, mode: str) -> None:
+        """Change `mode` in the kube-proxy ConfigMap and restart the kube-proxy pods, as on a real cluster."""
+        if mode not in PROXY_MODES:
+            raise BadRequest(f"unknown proxy mode {mode!r}: choose one of {', '.join(PROXY_MODES)}")
+        self._backend.set_proxy_mode(mode)
+
+    def stop_kube_proxy(self, node: str | None = None) -> None:
+        """Stop kube-proxy on a node (all nodes when None): its rules stay, new changes are not applied."""
+        self._backend.stop_kube_proxy(node)
+
+    def start_kube_proxy(self, node: str | None = None) -> None:
+        """Start kube-proxy again on a node (all nodes when None); it resyncs at once."""
+        self._backend.start_kube_proxy(node)
+
+    # --- pods ----------------------------------------------------------------------------------------------
+    def exec(self, pod: str, command: list[str] | str, namespace: str = "default", container: str | None = None):
+        """Run a command in a pod's container (`kubectl exec`); returns exit code and output."""
+        argv = command.split() if isinstance(command, str) else list(command)
+        return self._backend.exec(pod, argv, namespace, container)
+
+    def logs(self, pod: str, namespace: str = "default", container: str | None = None) -> str:
+        """What a pod's container has printed (`kubectl logs`)."""
+        return self._backend.logs(pod, namespace, container)
+
+    # --- tools ---------------------------------------------------------------------------------------------
+    def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None):
+        """Run the real kubectl against this cluster; the result has .stdout, .stderr and .returncode."""
+        return self._backend.kubectl(command, show=show, input=input)
+
+    @property
+    def kubeconfig(self) -> str:
+        """Path of a kubeconfig for this cluster (starts the API server on first use)."""
+        return self._backend.kubeconfig()
+
+    def graph(self, **options: Any):
+        """A live ClusterGraph widget of this cluster."""
+        from labsupport.widgets import ClusterGraph
+        return ClusterGraph(self, **options)
+
+    def meter(self, kinds: tuple[str, ...] = ("Endpoints", "EndpointSlice"), watchers: int | None = None):
+        """Count the watch traffic a fan-out to `watchers` subscribers (default: one kube-proxy per node) ships."""
+        return self._backend.meter(kinds, watchers)
+
+    @property
+    def cluster(self):
+        """The embedded control plane (sim and netns only)."""
+        cluster = getattr(self._backend, "cluster", None)
+        if cluster is None:
+            raise LabError(f"the {self.backend_name} backend has no embedded control plane")
+        return cluster
+
+    @property
+    def backend(self):
+        """The backend object behind the verbs."""
+        return self._backend
+
+    def close(self) -> None:
+        """Stop the cluster's servers and remove what it created."""
+        if not self._closed:
+            self._closed = True
+            self._backend.close()
+
+    def __enter__(self) -> "Lab":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Lab(backend={self.backend_name!r}, proxy_mode={self._backend.proxy_mode()!r}, seed={self.seed})"
+
+    def _repr_html_(self) -> str:
+        return self._backend.summary_html()
+
+
+__all__ = ["Lab", "NotFound"]
