@@ -31,8 +31,6 @@ DOES_NOT_EXIST = "!"
 GREATER_THAN = "gt"
 LESS_THAN = "lt"
 
-_BINARY_OPERATORS = [IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS, GREATER_THAN, LESS_THAN]
-
 
 @dataclass(frozen=True)
 class Requirement:
@@ -110,7 +108,10 @@ def _requirement(key: str, operator: str, values: Iterable[str], *, check: bool 
         if errs:
             raise BadRequest(f'key: Invalid value: "{key}": ' + "; ".join(errs))
         if operator in (IN, NOT_IN) and not values:
-            raise BadRequest("values: Required value: for 'in', 'notin' operators, values set can't be empty")
+            raise BadRequest("values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be "
+                             "empty")
+        if operator in (EXISTS, DOES_NOT_EXIST) and values:
+            raise BadRequest("values: Forbidden: values set must be empty for exists and does not exist")
         if operator in (EQUALS, DOUBLE_EQUALS, NOT_EQUALS) and len(values) != 1:
             raise BadRequest("values: Invalid value: " + "[]string{" + ", ".join(f'"{v}"' for v in values)
                              + "}: exact-match compatibility requires one single value")
@@ -215,7 +216,8 @@ class _Parser:
         key = lit
         errs = meta.is_label_key(key)
         if errs:
-            raise BadRequest(f'key: Invalid value: "{key}": ' + "; ".join(errs))
+            # Upstream reports this one without a field path, which Go prints as "<nil>".
+            raise BadRequest(f'<nil>: Invalid value: "{key}": ' + "; ".join(errs))
         if self.lookahead(True)[0] in (_END, _COMMA):
             return _requirement(key, operator or EXISTS, ())
         if operator == DOES_NOT_EXIST:
@@ -224,7 +226,8 @@ class _Parser:
         operator = {_IN: IN, _NOT_IN: NOT_IN, _EQ: EQUALS, _DEQ: DOUBLE_EQUALS, _NEQ: NOT_EQUALS,
                     _GT: GREATER_THAN, _LT: LESS_THAN}.get(tok, "")
         if not operator:
-            raise BadRequest(f"found '{lit}', expected: {', '.join(_BINARY_OPERATORS)}")
+            # Upstream's wording, including its unbalanced quote before notin.
+            raise BadRequest(f"found '{lit}', expected: '=', '!=', '==', 'in', notin'")
         if operator in (IN, NOT_IN):
             values = self.set_values()
         else:

@@ -29,12 +29,23 @@ def test_str_is_sorted_and_normalised():
     ("env in a", "unable to parse requirement: found 'a' expected: '('"),
     ("=x", "found '=', expected: !, identifier, or 'end of string'"),
     ("a,", "found '', expected: identifier after ','"),
-    ("a b", "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"),
+    ("a b", "unable to parse requirement: found 'b', expected: '=', '!=', '==', 'in', notin'"),
+    ("x in (a b)", "unable to parse requirement: found 'b', expected: ',' or ')'"),
+    ("!", "unable to parse requirement: found '', expected: identifier"),
 ])
 def test_syntax_errors(text, message):
     with pytest.raises(BadRequest) as err:
         parse_selector(text)
     assert err.value.message == message
+
+
+def test_bad_key_is_reported_without_a_path():
+    with pytest.raises(BadRequest) as err:
+        parse_selector("app:monolith")
+    assert err.value.message == (
+        'unable to parse requirement: <nil>: Invalid value: "app:monolith": name part must consist of alphanumeric '
+        "characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or "
+        "'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
 
 
 def test_bad_value_is_reported():
@@ -90,3 +101,12 @@ def test_field_selector():
 def test_label_selector_string_sorted():
     sel = {"matchLabels": {"tier": "web"}, "matchExpressions": [{"key": "app", "operator": "Exists"}]}
     assert str(from_label_selector(sel)) == "app,tier=web"
+
+
+def test_label_selector_dict_errors():
+    with pytest.raises(BadRequest) as err:
+        from_label_selector({"matchExpressions": [{"key": "env", "operator": "In", "values": []}]})
+    assert err.value.message == "values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty"
+    with pytest.raises(BadRequest) as err:
+        from_label_selector({"matchExpressions": [{"key": "env", "operator": "Exists", "values": ["a"]}]})
+    assert err.value.message == "values: Forbidden: values set must be empty for exists and does not exist"
