@@ -106,7 +106,8 @@ def test_label_selector_string_sorted():
 def test_label_selector_dict_errors():
     with pytest.raises(BadRequest) as err:
         from_label_selector({"matchExpressions": [{"key": "env", "operator": "In", "values": []}]})
-    assert err.value.message == "values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty"
+    assert err.value.message == ("values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't "
+                                 "be empty")
     with pytest.raises(BadRequest) as err:
         from_label_selector({"matchExpressions": [{"key": "env", "operator": "Exists", "values": ["a"]}]})
     assert err.value.message == "values: Forbidden: values set must be empty for exists and does not exist"
