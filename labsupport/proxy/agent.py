@@ -63,8 +63,8 @@ class KubeProxy:
         self.mode = mode
         self.running = True
         self.syncs = 0
-        self._services: list[dict] = []
-        self._slices: list[dict] = []
+        self._services: dict[tuple[str, str], dict] = {}
+        self._slices: dict[tuple[str, str], dict] = {}
         self._seen_inputs = False
         self._reset_mode_state()
 
@@ -114,8 +114,8 @@ class KubeProxy:
 
     def sync(self, services: Iterable[dict], endpointslices: Iterable[dict]) -> SyncResult:
         """Render the rules for this state of the cluster and report what a real kube-proxy would write."""
-        self._services = list(services)
-        self._slices = list(endpointslices)
+        self._services = {_key(o): o for o in services}
+        self._slices = {_key(o): o for o in endpointslices}
         self._seen_inputs = True
         if not self.running:
             return SyncResult(self.mode, False, False, "", "",
@@ -128,8 +128,8 @@ class KubeProxy:
         """Apply only changed objects (nftables computes the delta in O(changes); other modes re-render)."""
         services, endpointslices = list(services), list(endpointslices)
         deleted_services, deleted_slices = list(deleted_services), list(deleted_slices)
-        self._services = _merge(self._services, services, deleted_services)
-        self._slices = _merge(self._slices, endpointslices, deleted_slices)
+        _merge(self._services, services, deleted_services)
+        _merge(self._slices, endpointslices, deleted_slices)
         self._seen_inputs = True
         if not self.running:
             return SyncResult(self.mode, False, False, "", "",
@@ -144,15 +144,16 @@ class KubeProxy:
         self.syncs += 1
         if self.mode == "nftables":
             assert self._nft is not None
-            text = self._nft.sync(self._services, self._slices)
+            text = self._nft.sync(self._services.values(), self._slices.values())
             return SyncResult(self.mode, True, bool(text), "nft -f", text)
         with paused_gc():
             if self.mode == "iptables":
-                self._tables = build_tables(self._services, self._slices, self.node_info,
+                self._tables = build_tables(self._services.values(), self._slices.values(), self.node_info,
                                             ProxyConfig.from_dict(self.config), self.nfacct)
                 text = dump(*self._tables)
             else:
-                self._ipvs = ipvs_state(self._services, self._slices, self.node, self.config, nfacct=self.nfacct)
+                self._ipvs = ipvs_state(self._services.values(), self._slices.values(), self.node, self.config,
+                                        nfacct=self.nfacct)
                 text = self._ipvs.text()
         changed = text != self._rules
         self._rules = text
@@ -195,13 +196,11 @@ def _key(obj: dict) -> tuple[str, str]:
     return (meta.get("namespace") or "default", meta.get("name") or "")
 
 
-def _merge(current: list[dict], upserts: list[dict], deletions: list[tuple[str, str]]) -> list[dict]:
-    index = {_key(o): o for o in current}
+def _merge(index: dict[tuple[str, str], dict], upserts: list[dict], deletions: list[tuple[str, str]]) -> None:
     for obj in upserts:
         index[_key(obj)] = obj
     for key in deletions:
         index.pop(tuple(key), None)
-    return list(index.values())
 
 
 def iptables_cleanup(tables: tuple[dict, dict] | None) -> str:

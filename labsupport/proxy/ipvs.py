@@ -277,3 +277,32 @@ def render_ipvs(services: Iterable[dict], endpointslices: Iterable[dict], node: 
     """IPVS mode as text: `ipvsadm -Ln`, kube-ipvs0 addresses, `ipset list` and `iptables-save` sections."""
     with paused_gc():
         return ipvs_state(services, endpointslices, node, config, nfacct=nfacct).text()
+
+
+def ipvs_delta(old: IpvsState | None, new: IpvsState) -> str:
+    """`ipvsadm-restore` commands turning the old virtual servers into the new ones (real servers diffed)."""
+    def flag(protocol: str) -> str:
+        return {"TCP": "-t", "UDP": "-u", "SCTP": "--sctp-service"}.get(protocol, "-t")
+
+    def service_line(op: str, vs: VirtualServer) -> str:
+        extra = f" -p {vs.persistent}" if vs.persistent and op != "-D" else ""
+        sched = f" -s {vs.scheduler}" if op != "-D" else ""
+        return f"{op} {flag(vs.protocol)} {vs.address}{sched}{extra}"
+
+    before = {(v.protocol, v.address): v for v in (old.virtual_servers if old else ())}
+    after = {(v.protocol, v.address): v for v in new.virtual_servers}
+    out: list[str] = []
+    for key, vs in before.items():
+        if key not in after:
+            out.append(service_line("-D", vs))
+    for key, vs in after.items():
+        prev = before.get(key)
+        if prev is None:
+            out.append(service_line("-A", vs))
+        elif (prev.scheduler, prev.persistent) != (vs.scheduler, vs.persistent):
+            out.append(service_line("-E", vs))
+        old_rs = {rs.address for rs in prev.real_servers} if prev else set()
+        new_rs = {rs.address for rs in vs.real_servers}
+        out.extend(f"-d {flag(vs.protocol)} {vs.address} -r {a}" for a in sorted(old_rs - new_rs))
+        out.extend(f"-a {flag(vs.protocol)} {vs.address} -r {a} -m -w 1" for a in sorted(new_rs - old_rs))
+    return "\n".join(out) + ("\n" if out else "")

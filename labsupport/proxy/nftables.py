@@ -327,6 +327,7 @@ class NftablesSyncer:
         self.base = base_statements(self.node, self.config, tuple(service_cidrs))
         self.services: dict[tuple[str, str], dict] = {}
         self.slices: dict[tuple[str, str], dict[str, dict]] = {}
+        self.slice_owner: dict[tuple[str, str], tuple[str, str]] = {}
         self.rendered: dict[tuple[str, str], ServiceRules] = {}
         self.fingerprints: dict[tuple[str, str], object] = {}
         self.written = False
@@ -364,6 +365,7 @@ class NftablesSyncer:
                 new_slices.setdefault(key, {})[(eps.get("metadata") or {}).get("name", "")] = eps
         self.services = new_services
         self.slices = new_slices
+        self.slice_owner = {(key[0], name): key for key, group in new_slices.items() for name in group}
         keys = set(new_services) | set(self.rendered)
         changed = []
         for key in keys:
@@ -371,7 +373,8 @@ class NftablesSyncer:
             if self.fingerprints.get(key) != fp:
                 self.fingerprints[key] = fp
                 changed.append(key)
-        return self._apply(changed)
+        with paused_gc():
+            return self._apply(changed)
 
     def update(self, services: Iterable[dict] = (), endpointslices: Iterable[dict] = (),
                deleted_services: Iterable[tuple[str, str]] = (),
@@ -389,17 +392,19 @@ class NftablesSyncer:
         for eps in endpointslices:
             key = slice_service_key(eps)
             if key is not None:
-                self.slices.setdefault(key, {})[(eps.get("metadata") or {}).get("name", "")] = eps
+                name = (eps.get("metadata") or {}).get("name", "")
+                self.slices.setdefault(key, {})[name] = eps
+                self.slice_owner[(key[0], name)] = key
                 changed.add(key)
         for ns, name in deleted_slices:
-            for key, group in self.slices.items():
-                if key[0] == ns and name in group:
-                    del group[name]
-                    changed.add(key)
-                    break
+            key = self.slice_owner.pop((ns, name), None)
+            if key is not None and name in self.slices.get(key, {}):
+                del self.slices[key][name]
+                changed.add(key)
         for key in changed:
             self.fingerprints[key] = self._fingerprint_of(key)
-        return self._apply(sorted(changed))
+        with paused_gc():
+            return self._apply(sorted(changed))
 
     def _apply(self, changed: Iterable[tuple[str, str]]) -> str:
         old_parts: list[ServiceRules] = []
