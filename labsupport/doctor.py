@@ -1,0 +1,31 @@
+"""`labsupport doctor` and `labsupport clean`: what can run here, and removing what earlier runs left behind."""
+from __future__ import annotations
+
+import platform
+import sys
+
+
+def backend_problems() -> dict[str, list[str]]:
+    """For each backend, what stops it from running on this machine (empty list: it can run)."""
+    from labsupport.dataplane.kernel import problems as kernel_problems
+    from labsupport.kind.preflight import problems as kind_problems
+    return {"sim": [], "netns": kernel_problems(), "kind": kind_problems()}
+
+
+def report() -> tuple[str, bool]:
+    """A readable report of every backend; ok is True when the default backend can run."""
+    lines = [f"labsupport on {platform.system()} {platform.release()}, Python {sys.version.split()[0]}"]
+    for backend, problems in backend_problems().items():
+        if problems:
+            lines.append(f"  {backend:<6} cannot run here:")
+            lines.extend(f"           - {p}" for p in problems)
+        else:
+            lines.append(f"  {backend:<6} ready")
+    return "\n".join(lines), True
+
+
+def clean() -> list[str]:
+    """Remove every network namespace, link, server and kind cluster this project made; say what went."""
+    from labsupport.dataplane.kernel import clean as kernel_clean
+    from labsupport.kind.preflight import clean as kind_clean
+    return [*kernel_clean(), *kind_clean()] or ["nothing to clean"]
