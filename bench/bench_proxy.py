@@ -8,6 +8,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -50,7 +51,7 @@ def one_endpoint_changed(slices: list[dict]) -> dict:
     return changed
 
 
-def timed(fn):
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     """(result, seconds)."""
     start = time.perf_counter()
     result = fn()

@@ -8,7 +8,7 @@ import gc
 import ipaddress
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -360,7 +360,7 @@ def sort_key(port: ServicePort) -> tuple[str, str]:
 
 
 @contextmanager
-def paused_gc():
+def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while building large rule sets (they create no cycles)."""
     was_enabled = gc.isenabled()
     gc.disable()

@@ -46,3 +46,16 @@ def test_no_endpoints_keeps_an_empty_virtual_server():
     services, slices = scenario("noendpoints")
     state = ipvs_state(services, slices, node(), GOLDEN_CONFIG)
     assert state.find("172.30.0.41", 80).real_servers == ()
+
+
+def test_ipvs_delta_after_one_endpoint_change():
+    from labsupport.proxy.ipvs import ipvs_delta
+
+    from .fixtures import endpoint, endpointslice
+    services, slices = two_services()
+    before = ipvs_state(services, slices, node(), GOLDEN_CONFIG)
+    moved = endpointslice("ns1", "svc1", [endpoint("10.0.1.9")], [{"name": "p80", "port": 80, "protocol": "TCP"}])
+    after = ipvs_state(services, [moved, slices[1]], node(), GOLDEN_CONFIG)
+    assert ipvs_delta(before, after).splitlines() == ["-d -t 172.30.0.41:80 -r 10.0.1.1:80",
+                                                      "-a -t 172.30.0.41:80 -r 10.0.1.9:80 -m -w 1"]
+    assert ipvs_delta(None, before).startswith("-A -t 172.30.0.41:80 -s rr")
