@@ -13,7 +13,8 @@ from labsupport.proxy.iptables import build_tables, count_rules, dump
 from labsupport.proxy.ipvs import IPSET_TYPES, IpvsState, ipvs_state
 from labsupport.proxy.nftables import NftablesSyncer
 from labsupport.proxy.nftables import cleanup_commands as nft_cleanup
-from labsupport.proxy.topology import NodeInfo, ProxyConfig, paused_gc
+from labsupport.proxy.topology import (NodeInfo, ProxyConfig, paused_gc, service_ports, slice_endpoints,
+                                       slice_service_key)
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,25 @@ class KubeProxy:
         changed = text != self._rules
         self._rules = text
         return SyncResult(self.mode, True, changed, _TOOLS[self.mode], text)
+
+    def health_check(self, port: int) -> tuple[int, dict] | None:
+        """What kube-proxy's health-check server answers on healthCheckNodePort `port`: (HTTP status, JSON body).
+
+        200 when this node has local ready endpoints for the Service, else 503; None when no Service uses the port.
+        """
+        for svc in self._services.values():
+            ports = service_ports(svc)
+            if not ports or not any(p.health_check_node_port == port for p in ports):
+                continue
+            key = ports[0].service_key
+            slices = [s for s in self._slices.values() if slice_service_key(s) == key]
+            local = set()
+            for eps in slice_endpoints(slices).values():
+                local.update(e.ip for e in eps if e.ready and e.node_name and e.node_name == self.name)
+            body = {"service": {"namespace": key[0], "name": key[1]}, "localEndpoints": len(local),
+                    "serviceProxyHealthy": True}
+            return (200 if local else 503), body
+        return None
 
     def stop(self) -> None:
         """Stop kube-proxy: the rules stay in the kernel as they are; syncs become no-ops."""

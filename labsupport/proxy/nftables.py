@@ -213,7 +213,7 @@ def base_statements(node: NodeInfo, cfg: ProxyConfig, service_cidrs: Iterable[st
     cidrs = ", ".join(service_cidrs)
     addresses = node_port_ips(node, cfg, default_primary=True)
     if addresses is None:
-        np_match = "fib daddr type local" + ("" if cfg.localhost_node_ports else " ip daddr != 127.0.0.0/8")
+        np_match = "fib daddr type local ip daddr != 127.0.0.0/8"     # nftables never serves localhost NodePorts
     else:
         np_match = "ip daddr @nodeport-ips"
     mark = cfg.mark
@@ -244,7 +244,8 @@ def base_statements(node: NodeInfo, cfg: ProxyConfig, service_cidrs: Iterable[st
     ]
     out.extend(f"add rule {t} {chain} {body}" for chain, body in rules)
     for ip in addresses or ():
-        out.append(f"add element {t} nodeport-ips {{ {ip} }}")
+        if not ip.startswith("127."):
+            out.append(f"add element {t} nodeport-ips {{ {ip} }}")
     return out
 
 

@@ -346,6 +346,8 @@ def node_port_ips(node: NodeInfo, config: ProxyConfig, default_primary: bool) ->
                 result.append(node.primary_ip)
             continue
         net = ipaddress.ip_network(entry, strict=False)
+        if net.prefixlen == 0 and net.version == 4:
+            return None
         for ip in node.ips:
             if ipaddress.ip_address(ip) in net and ip not in result:
                 result.append(ip)

@@ -73,3 +73,16 @@ def test_rule_count_grows_with_endpoints(mode):
     assert big > kp.rule_count > 0
     if mode == "iptables":
         assert kp.rule_count == 4 + 5 + 10 * (2 + 3)
+
+
+def test_health_check_node_port_answers():
+    services, slices = scenario("local")
+    on_node1 = KubeProxy(node("node1"), "iptables", GOLDEN_CONFIG)
+    on_node1.sync(services, slices)
+    status, body = on_node1.health_check(30999)
+    assert status == 200 and body == {"service": {"namespace": "ns1", "name": "svc1"}, "localEndpoints": 1,
+                                      "serviceProxyHealthy": True}
+    on_node3 = KubeProxy(node("node3", "192.168.0.4"), "iptables", GOLDEN_CONFIG)
+    on_node3.sync(services, slices)
+    assert on_node3.health_check(30999)[0] == 503
+    assert on_node3.health_check(31000) is None

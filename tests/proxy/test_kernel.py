@@ -92,3 +92,17 @@ def test_mode_switch_cleanup_leaves_nothing_behind(netns):
     netns.run("nft", "-f", "-", input=switch.cleanup)
     assert "kube-proxy" not in netns.run("nft", "list", "tables").stdout
     netns.run("iptables-restore", input=switch.first_sync.text)
+
+
+@pytest.mark.parametrize("mode", ["iptables", "nftables"])
+def test_nodeport_addresses_variants_load(netns, mode):
+    require_kernel("iptables-restore", "nft")
+    services, slices = scenario("nodeport")
+    for addresses in (["0.0.0.0/0"], ["192.168.0.0/16"], ["primary"], ["127.0.0.0/8", "192.168.0.0/24"]):
+        config = {"clusterCIDR": "10.0.0.0/8", "nodePortAddresses": addresses}
+        text = render(mode, services, slices, node(), config, service_cidrs=CIDRS)
+        if mode == "iptables":
+            netns.run("iptables-restore", input=text)
+        else:
+            netns.run("nft", "-f", "-", input=text)
+            netns.run("nft", "delete", "table", "ip", "kube-proxy")
