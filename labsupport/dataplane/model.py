@@ -294,6 +294,10 @@ class NodeDatapath:
         return Connection(verdict, _endpoint(ctx.dnat), masquerade, False, ctx.evaluated, rewrites,
                           _client(entry), ctx.hits)
 
+    def trace(self, src: str, dst: str, dport: int, protocol: str = "tcp") -> Trace:
+        """Every way a new connection may take through the loaded rules (like `trace_packet`)."""
+        return explore(self.program, self.local, src, dst, dport, protocol)
+
     def close(self, src: str, sport: int, dst: str, dport: int, protocol: str = "tcp") -> bool:
         """Close a tracked connection (FIN/RST seen); return whether one was tracked."""
         key = (proto_name(protocol), ip_to_int(src), sport, ip_to_int(dst), dport)

@@ -144,6 +144,7 @@ class RandomChoices(Choices):
         self.rng = rng
 
     def pick(self, n: int, probability: Optional[float] = None) -> int:
+        """A random branch: a statistic match holds with `probability`, else one of n uniformly."""
         if probability is not None:
             return 0 if self.rng.random() < probability else 1
         return self.rng.randrange(n) if n > 1 else 0
@@ -158,6 +159,7 @@ class ScriptedChoices(Choices):
         self.sizes: list[int] = []
 
     def pick(self, n: int, probability: Optional[float] = None) -> int:
+        """The scripted branch at this choice point (branch 0 beyond the prefix); impossible branches skipped."""
         if probability is not None:
             if probability >= 1.0:
                 return 0
@@ -220,16 +222,18 @@ class FirstSeen(State):
     """State for a never-seen client: affinity lookups miss and updates are not kept."""
 
     def recent_check(self, name, key, now, seconds, update):
+        """Never seen."""
         return False
 
     def recent_set(self, name, key, now):
-        pass
+        """Not remembered."""
 
     def dynset_contains(self, name, key, now):
+        """Never present."""
         return False
 
     def dynset_update(self, name, key, now, timeout):
-        pass
+        """Not remembered."""
 
 
 class Context:

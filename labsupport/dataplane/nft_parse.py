@@ -150,10 +150,12 @@ class Cursor:
         self.i = 0
 
     def peek(self, k: int = 0):
+        """The token k places ahead, or None at the end."""
         j = self.i + k
         return self.tokens[j] if j < len(self.tokens) else None
 
     def next(self):
+        """Take the next token (an error at the end of input)."""
         tok = self.peek()
         if tok is None:
             raise self.error("unexpected end of input", self.tokens[-1] if self.tokens else None)
@@ -161,20 +163,24 @@ class Cursor:
         return tok
 
     def expect(self, value: str):
+        """Take the next token, which must be `value`."""
         tok = self.next()
         if tok != value:
             raise self.error(f"expected {value!r}, found {str(tok).strip() or 'end of line'!r}", tok)
         return tok
 
     def skip_eol(self) -> None:
+        """Skip line ends and semicolons."""
         while self.peek() in (EOL, ";"):
             self.i += 1
 
     def skip_newlines(self) -> None:
+        """Skip line ends."""
         while self.peek() == EOL:
             self.i += 1
 
     def error(self, detail: str, tok=None) -> RulesSyntaxError:
+        """An error naming the line of `tok` (default: the current token)."""
         tok = tok if tok is not None else self.peek()
         lineno = getattr(tok, "lineno", len(self.lines)) or 1
         line = self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
@@ -670,10 +676,12 @@ class RuleCompiler:
         return RulesSyntaxError(WHAT, self.src.lineno, self.src.line, detail)
 
     def peek(self, k: int = 0):
+        """The rule token k places ahead, or None at the end of the rule."""
         j = self.i + k
         return str(self.toks[j]) if j < len(self.toks) else None
 
     def take(self) -> str:
+        """Take the next rule token."""
         if self.i >= len(self.toks):
             raise self.fail("rule ends too early")
         tok = self.toks[self.i]
@@ -681,12 +689,14 @@ class RuleCompiler:
         return str(tok)
 
     def chain(self, name: str) -> Chain:
+        """The compiled chain a jump or goto names."""
         chain = self.program.chains.get((self.label, name))
         if chain is None:
             raise self.fail(f"chain {name!r} does not exist")
         return chain
 
     def verdict(self, words: list) -> tuple:
+        """A verdict statement from its words (`goto x`, `drop`, …)."""
         word = words[0]
         if word in ("goto", "jump"):
             return (nf.S_GOTO if word == "goto" else nf.S_JUMP, self.chain(str(words[1])))
@@ -962,6 +972,18 @@ class RuleCompiler:
             self.take()
             s = self._named_set(tok)
             return self._set_match(getter, s, negate)
+        if tok == "{" and kinds == ["ctstate"]:
+            self.take()
+            states = set()
+            while self.peek() != "}":
+                word = self.take()
+                if word != ",":
+                    states.update(w.upper() for w in word.split(","))
+            self.take()
+            states = frozenset(states)
+            if negate:
+                return lambda p, c: not (getter(p, c) & states)
+            return lambda p, c: bool(getter(p, c) & states)
         if tok == "{":
             self.take()
             temp = NftSet("anonymous", False, key_kinds=list(kinds))
@@ -1089,18 +1111,24 @@ class RuleCompiler:
         spans = [(k, v) for k, v in mapping.items() if isinstance(k, tuple) and k and k[0] in ("cidr", "range")]
         if not spans:
             return (nf.S_VMAP, lambda p: getter(p, None), mapping)
-        exact = {k: v for k, v in mapping.items() if (k, v) not in spans}
+        exact = {k: v for k, v in mapping.items() if not (isinstance(k, tuple) and k and k[0] in ("cidr", "range"))}
+        return (nf.S_VMAP, lambda p: getter(p, None), SpanVmap(exact, spans))
 
-        def lookup(p):
-            value = getter(p, None)
-            hit = exact.get(value)
-            if hit is None:
-                for (kind, a, b), v in spans:
-                    if (kind == "cidr" and (value & b) == a) or (kind == "range" and a <= value <= b):
-                        return v
+
+class SpanVmap:
+    """A verdict map whose keys include prefixes or ranges: exact keys first, then each span in order."""
+
+    def __init__(self, exact: dict, spans: list):
+        self.exact = exact
+        self.spans = spans
+
+    def get(self, value, default=None):
+        """The verdict for `value`, or `default`."""
+        hit = self.exact.get(value)
+        if hit is not None:
             return hit
-
-        class _Lookup(dict):
-            def get(self, key, default=None):
-                return key
-        return (nf.S_VMAP, lookup, _Lookup())
+        if isinstance(value, int):
+            for (kind, a, b), verdict in self.spans:
+                if (kind == "cidr" and (value & b) == a) or (kind == "range" and a <= value <= b):
+                    return verdict
+        return default
