@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from math import gcd
 from typing import Optional
 
-from labsupport.dataplane import netfilter as nf
-from labsupport.dataplane.netfilter import (ACCEPT, REJECT, Chain, Context, Packet, Program, RulesSyntaxError,
+from labsupport.dataplane.netfilter import (REJECT, Chain, Context, Packet, Program, RulesSyntaxError,
                                             ScriptedChoices, int_to_ip, ip_to_int, parse_cidr, proto_name)
 
 SECTION = re.compile(r"^#\s*(ipvsadm|ipset|iptables-save|iptables|iptables-restore|ip)\b")
@@ -354,4 +353,4 @@ def parse_ipvs_bundle(text: str) -> Program:
 
 
 __all__ = ["RealServer", "VirtualServer", "IpSet", "IpvsTable", "parse_ipvsadm", "parse_ipsets",
-           "split_sections", "parse_ipvs_bundle", "ACCEPT", "nf"]
+           "split_sections", "parse_ipvs_bundle"]
