@@ -72,7 +72,7 @@ class _Tables:
 
 
 def _write_port(t: _Tables, port: ServicePort, endpoints: tuple[Endpoint, ...], node: NodeInfo,
-                cfg: ProxyConfig, large: bool) -> None:
+                cfg: ProxyConfig, large: bool, localhost_accounting: bool = False) -> None:
     nat = t.nat
     filt = t.filter
     proto = port.protocol
@@ -142,6 +142,10 @@ def _write_port(t: _Tables, port: ServicePort, endpoints: tuple[Endpoint, ...], 
                 f"--dport {port.port} -j {ext_target}")
 
     if port.node_port:
+        if has_eps and localhost_accounting:
+            nat["KUBE-NODEPORTS"].append(f"-A KUBE-NODEPORTS -m comment --comment {name} {match} -d 127.0.0.0/8 "
+                                         f"--dport {port.node_port} -m nfacct --nfacct-name "
+                                         f"localhost_nps_accepted_pkts -j {ext_chain}")
         if has_eps:
             nat["KUBE-NODEPORTS"].append(f"-A KUBE-NODEPORTS -m comment --comment {name} {match} "
                                          f"--dport {port.node_port} -j {ext_chain}")
@@ -263,8 +267,10 @@ def build_tables(services: Iterable[dict], endpointslices: Iterable[dict], node:
         f"-A KUBE-POSTROUTING -j MARK --xor-mark {cfg.mark}",
         '-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE',
     ]
+    # With nfacct, NodePort traffic arriving on 127.0.0.0/8 is counted by a rule of its own.
+    localhost_accounting = nfacct and cfg.localhost_node_ports and _nodeports_include_loopback(node, cfg)
     for port, eps in ports:
-        _write_port(t, port, eps, node, cfg, large)
+        _write_port(t, port, eps, node, cfg, large, localhost_accounting)
 
     last = '-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule ' \
            'in this chain"'
