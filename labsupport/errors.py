@@ -195,7 +195,8 @@ class FieldError:
 class Invalid(APIError):
     """The API server refused an object: `The Service "web" is invalid: spec.ports[0].nodePort: …`.
 
-    `str(err)` is what kubectl prints; `err.errors` the individual field errors.
+    `str(err)` is what kubectl prints (one error inline, several as a bulleted list); `err.errors` the field
+    errors; `server_message()` the Status message, which qualifies the kind with its group (`Deployment.apps`).
     """
 
     code = 422
@@ -203,14 +204,18 @@ class Invalid(APIError):
 
     def __init__(self, kind: str, name: str, errors: list[FieldError] | list[str], group: str = ""):
         self.errors = list(errors)
-        joined = ", ".join(str(e) for e in self.errors)
-        qualified = f"{kind}.{group}" if group else kind
-        self.qualified_kind = qualified
-        super().__init__(f'The {qualified} "{name}" is invalid: {joined}', kind=kind, name=name, group=group,
+        texts = [str(e) for e in self.errors]
+        if len(texts) == 1:
+            shown = texts[0]
+        else:
+            shown = "\n" + "\n".join(f"* {t}" for t in texts)
+        self.qualified_kind = f"{kind}.{group}" if group else kind
+        super().__init__(f'The {kind} "{name}" is invalid: {shown}', kind=kind, name=name, group=group,
                          causes=[e.cause() if isinstance(e, FieldError) else {"message": str(e)} for e in self.errors])
 
     def server_message(self) -> str:
-        joined = ", ".join(str(e) for e in self.errors)
+        texts = [str(e) for e in self.errors]
+        joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
         return f'{self.qualified_kind} "{self.name}" is invalid: {joined}'
 
     def kubectl_text(self) -> str:

@@ -936,4 +936,4 @@ def validate(obj: dict, old: dict | None = None) -> None:
         info = by_kind(obj.get("kind", ""), obj.get("apiVersion"))
         name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName") or ""
         # kubectl names the bare kind ("The Deployment "web" is invalid"), so the group is left out here.
-        raise Invalid(info.kind, name, errs)
+        raise Invalid(info.kind, name, errs, group=info.group)

@@ -237,9 +237,10 @@ def test_valid_deployment():
 
 
 def test_deployment_selector_required_and_mismatch():
+    # Several errors: kubectl prints them as a bulleted list; the Status message brackets them.
     assert refused(deployment(labels={"app": "x"})) == (
-        'The Deployment "web" is invalid: spec.selector: Required value, spec.template.metadata.labels: Invalid '
-        'value: map[string]string{"app":"x"}: `selector` does not match template `labels`')
+        'The Deployment "web" is invalid: \n* spec.selector: Required value\n* spec.template.metadata.labels: '
+        'Invalid value: map[string]string{"app":"x"}: `selector` does not match template `labels`')
     assert messages(deployment({"matchLabels": {"app": "web"}}, labels={"app": "x"})) == [
         'spec.template.metadata.labels: Invalid value: map[string]string{"app":"x"}: `selector` does not match '
         "template `labels`"]
