@@ -131,7 +131,7 @@ def service_rules(ports: list[tuple[ServicePort, tuple[Endpoint, ...]]], node: N
             if has_eps:
                 elements[("service-ips", key)] = _elem(key, f"goto {ext_chain}")
             if uses_fw:
-                elements[("firewall-ips", key)] = _elem(key, f"goto {fw_chain}", name)
+                elements[("firewall-ips", key)] = _elem(key, f"goto {fw_chain}")
         if not has_external:
             for ip in port.load_balancer_ips:
                 key = f"{ip} . {proto} . {port.port}"
@@ -181,7 +181,7 @@ def _balance(rules: list[str], port: ServicePort, endpoints: tuple[Endpoint, ...
     if port.affinity_timeout > 0:
         for ep in endpoints:
             rules.append(f"ip saddr @affinity-{endpoint_chain_base(port, ep)} goto {ep_chains[ep.key]}")
-    vmap = ", ".join(f"{i} : goto {ep_chains[ep.key]}" for i, ep in enumerate(endpoints))
+    vmap = " , ".join(f"{i} : goto {ep_chains[ep.key]}" for i, ep in enumerate(endpoints))
     rules.append(f"numgen random mod {len(endpoints)} vmap {{ {vmap} }}")
 
 

@@ -9,15 +9,25 @@ from labsupport.proxy.nftables import NftablesSyncer
 
 from .conftest import require_kernel
 from .fixtures import GOLDEN_CONFIG, SCENARIOS, endpoint, endpointslice, node, scenario, two_services
+from .test_iptables_overall import overall_objects
+
+
+def objects(case: str) -> tuple[list[dict], list[dict]]:
+    """Services and slices for a kernel case."""
+    if case == "two-services":
+        return two_services()
+    if case == "overall":
+        return overall_objects()
+    return scenario(case)
 
 pytestmark = pytest.mark.kernel
 CIDRS = ("172.30.0.0/16",)
 
 
-@pytest.mark.parametrize("case", ("two-services", *SCENARIOS))
+@pytest.mark.parametrize("case", ("two-services", "overall", *SCENARIOS))
 def test_iptables_restore_accepts_dump(netns, case):
     require_kernel("iptables-restore", "iptables-save")
-    services, slices = two_services() if case == "two-services" else scenario(case)
+    services, slices = objects(case)
     text = render("iptables", services, slices, node(), GOLDEN_CONFIG, service_cidrs=CIDRS)
     netns.run("iptables-restore", input=text)
     saved = netns.run("iptables-save").stdout
@@ -36,10 +46,10 @@ def test_iptables_restore_accepts_dump_with_jumps(netns):
     assert "-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES" in saved
 
 
-@pytest.mark.parametrize("case", ("two-services", *SCENARIOS))
+@pytest.mark.parametrize("case", ("two-services", "overall", *SCENARIOS))
 def test_nft_accepts_transaction(netns, case):
     require_kernel("nft")
-    services, slices = two_services() if case == "two-services" else scenario(case)
+    services, slices = objects(case)
     text = render("nftables", services, slices, node(), GOLDEN_CONFIG, service_cidrs=CIDRS)
     netns.run("nft", "-f", "-", input=text)
     listing = netns.run("nft", "list", "table", "ip", "kube-proxy").stdout

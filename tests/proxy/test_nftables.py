@@ -54,7 +54,7 @@ def test_affinity_local_noendpoint_and_firewall():
             "goto reject-chain }") in text
     text = render("nftables", *scenario("loadbalancer"), node(), GOLDEN_CONFIG)
     assert "ip saddr != { 203.0.113.0/24 } drop" in text
-    assert "firewall-ips { 5.6.7.8 . tcp . 80 comment \"ns1/svc1:p80\" : goto firewall-" in text
+    assert "firewall-ips { 5.6.7.8 . tcp . 80 : goto firewall-" in text
     text = render("nftables", *scenario("local"), node("node1"), GOLDEN_CONFIG)
     assert 'ip saddr 10.0.0.0/8 goto service-ULMVA6XW-ns1/svc1/tcp/p80 comment "short-circuit pod traffic"' in text
     assert "goto local-ULMVA6XW-ns1/svc1/tcp/p80" in text
