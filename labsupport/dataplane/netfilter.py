@@ -5,7 +5,6 @@ Parsers turn rule text into `Program`s made of `Rule`s whose matches are small c
 """
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -53,8 +52,11 @@ def int_to_ip(value: int) -> str:
 def parse_cidr(text: str) -> tuple[int, int]:
     """`"10.0.0.0/8"` → (network, mask) as integers; a bare address gets a /32 mask."""
     if "/" in text:
-        net = ipaddress.IPv4Network(text, strict=False)
-        return int(net.network_address), int(net.netmask)
+        addr, _, length = text.partition("/")
+        if not length.isdigit() or int(length) > 32:
+            raise ValueError(f"not an IPv4 prefix: {text!r}")
+        mask = (0xFFFFFFFF << (32 - int(length))) & 0xFFFFFFFF
+        return ip_to_int(addr) & mask, mask
     return ip_to_int(text), 0xFFFFFFFF
 
 

@@ -5,6 +5,7 @@ incremental transactions apply on top of what was loaded before; `compile()` tur
 """
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -22,53 +23,40 @@ CT_STATES = {"new", "established", "related", "invalid", "untracked"}
 _DURATION = re.compile(r"(\d+)(ms|d|h|m|s)")
 
 
-class Tok(str):
-    """A token with the line it came from; `quoted` marks a string literal."""
-
-    lineno: int = 0
-    quoted: bool = False
+class Quoted(str):
+    """A token that was a double-quoted string literal."""
 
 
 EOL = "\n"
 
 
-def tokenize(text: str) -> tuple[list, list[str]]:
-    """Split nft text into tokens (`{ } ; , \\n` stand alone; `#` starts a comment)."""
+_LEX = re.compile(r'"((?:[^"\\]|\\.)*)("?)|([{};,])|(#.*)|([^\s{};,"#]+)')
+
+
+def tokenize(text: str) -> tuple[list, list[int], list[str]]:
+    """Split nft text into tokens (`{ } ; , \\n` stand alone; `#` starts a comment).
+
+    Returns the tokens, the positions of the line-end tokens (to map a token back to its line) and the lines.
+    """
     lines = text.splitlines()
     out: list = []
+    eols: list[int] = []
+    append = out.append
     for lineno, line in enumerate(lines, 1):
-        i, n = 0, len(line)
-        while i < n:
-            ch = line[i]
-            if ch in " \t\r":
-                i += 1
-                continue
-            if ch == "#":
+        for quoted, closed, punct, comment, word in _LEX.findall(line):
+            if word:
+                append(word)
+            elif punct:
+                append(punct)
+            elif comment:
                 break
-            if ch == '"':
-                j = i + 1
-                while j < n and line[j] != '"':
-                    j += 2 if line[j] == "\\" else 1
-                if j >= n:
-                    raise RulesSyntaxError(WHAT, lineno, line, "unterminated string")
-                tok = Tok(line[i + 1:j])
-                tok.quoted = True
-                i = j + 1
-            elif ch in "{};,":
-                tok = Tok(ch)
-                i += 1
             else:
-                j = i
-                while j < n and line[j] not in ' \t\r{};,"#':
-                    j += 1
-                tok = Tok(line[i:j])
-                i = j
-            tok.lineno = lineno
-            out.append(tok)
-        tok = Tok(EOL)
-        tok.lineno = lineno
-        out.append(tok)
-    return out, lines
+                if not closed:
+                    raise RulesSyntaxError(WHAT, lineno, line, "unterminated string")
+                append(Quoted(quoted))
+        eols.append(len(out))
+        append(EOL)
+    return out, eols, lines
 
 
 def parse_duration(text: str) -> float:
@@ -99,7 +87,7 @@ class NftRuleSource:
     @property
     def text(self) -> str:
         """The rule as `nft list` would show it (tokens joined, strings quoted)."""
-        return " ".join(f'"{t}"' if getattr(t, "quoted", False) else str(t) for t in self.tokens)
+        return " ".join(f'"{t}"' if isinstance(t, Quoted) else t for t in self.tokens)
 
 
 @dataclass
@@ -144,10 +132,20 @@ class NftTable:
 class Cursor:
     """A position in the token list with the small helpers the parser needs."""
 
-    def __init__(self, tokens: list, lines: list[str]):
+    def __init__(self, tokens: list, eols: list[int], lines: list[str]):
         self.tokens = tokens
+        self.eols = eols
         self.lines = lines
         self.i = 0
+
+    def lineno(self, index: int) -> int:
+        """The 1-based line the token at `index` is on."""
+        return bisect.bisect_left(self.eols, index) + 1
+
+    def line(self, index: int) -> str:
+        """The text of the line the token at `index` is on."""
+        n = self.lineno(index)
+        return self.lines[n - 1] if 0 < n <= len(self.lines) else ""
 
     def peek(self, k: int = 0):
         """The token k places ahead, or None at the end."""
@@ -181,10 +179,14 @@ class Cursor:
 
     def error(self, detail: str, tok=None) -> RulesSyntaxError:
         """An error naming the line of `tok` (default: the current token)."""
-        tok = tok if tok is not None else self.peek()
-        lineno = getattr(tok, "lineno", len(self.lines)) or 1
-        line = self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
-        return RulesSyntaxError(WHAT, lineno, line, detail)
+        index = min(self.i, len(self.tokens) - 1)
+        if tok is not None:
+            for j in range(min(self.i, len(self.tokens) - 1), max(-1, self.i - 400), -1):
+                if self.tokens[j] is tok:
+                    index = j
+                    break
+        index = max(index, 0)
+        return RulesSyntaxError(WHAT, min(self.lineno(index), max(len(self.lines), 1)), self.line(index), detail)
 
 
 class NftRuleset:
@@ -203,8 +205,8 @@ class NftRuleset:
     # -- reading --------------------------------------------------------------------------------
     def apply(self, text: str) -> None:
         """Apply `nft -f` commands or `nft list` blocks to this ruleset."""
-        tokens, lines = tokenize(text)
-        cur = Cursor(tokens, lines)
+        tokens, eols, lines = tokenize(text)
+        cur = Cursor(tokens, eols, lines)
         while True:
             cur.skip_eol()
             tok = cur.peek()
@@ -271,6 +273,7 @@ class NftRuleset:
             return
         table = self._table(cur, family, tname, what_tok)
         name_tok = cur.next()
+        name_line = cur.lineno(cur.i - 1)
         name = str(name_tok)
         if what == "chain":
             if verb in ("add", "create"):
@@ -333,7 +336,7 @@ class NftRuleset:
             tokens = self._rule_tokens(cur)
             if not tokens:
                 raise cur.error("empty rule", name_tok)
-            src = NftRuleSource(tokens, table.next_handle, name_tok.lineno, cur.lines[name_tok.lineno - 1])
+            src = NftRuleSource(tokens, table.next_handle, name_line, cur.lines[name_line - 1])
             del start
             table.next_handle += 1
             if verb == "replace":
@@ -447,7 +450,7 @@ class NftRuleset:
             elif inline:
                 raise cur.error(f"unexpected {str(tok)!r} in chain {chain.name} properties", tok)
             else:
-                lineno = tok.lineno
+                lineno = cur.lineno(cur.i)
                 tokens = self._rule_tokens(cur)
                 src = NftRuleSource(tokens, table.next_handle, lineno, cur.lines[lineno - 1])
                 table.next_handle += 1
