@@ -10,6 +10,7 @@ from typing import Iterable
 
 from labsupport.proxy import MODES
 from labsupport.proxy.iptables import build_tables, count_rules, dump
+from labsupport.proxy.iptables import cleanup_commands as iptables_cleanup
 from labsupport.proxy.ipvs import IPSET_TYPES, IpvsState, ipvs_state
 from labsupport.proxy.nftables import NftablesSyncer
 from labsupport.proxy.nftables import cleanup_commands as nft_cleanup
@@ -221,21 +222,6 @@ def _merge(index: dict[tuple[str, str], dict], upserts: list[dict], deletions: l
         index[_key(obj)] = obj
     for key in deletions:
         index.pop(tuple(key), None)
-
-
-def iptables_cleanup(tables: tuple[dict, dict] | None) -> str:
-    """iptables-restore --noflush input that removes the jump rules and flushes and deletes every KUBE-* chain."""
-    from labsupport.proxy.iptables import FILTER_CHAINS_FIXED, JUMP_RULES, NAT_CHAINS_FIXED
-    filt, nat = tables if tables is not None else ({c: [] for c in FILTER_CHAINS_FIXED},
-                                                   {c: [] for c in NAT_CHAINS_FIXED})
-    out = []
-    for table, chains in (("filter", filt), ("nat", nat)):
-        out.append(f"*{table}")
-        out.extend(f"-D {chain} {rule}" for chain, rule in JUMP_RULES[table])
-        out.extend(f"-F {c}" for c in chains)
-        out.extend(f"-X {c}" for c in chains)
-        out.append("COMMIT")
-    return "\n".join(out) + "\n"
 
 
 def ipvs_cleanup(state: IpvsState | None) -> str:

@@ -337,13 +337,15 @@ def count_rules(text: str) -> dict[str, int]:
     return counts
 
 
-def cleanup_commands() -> str:
-    """The iptables-restore input that removes kube-proxy's jump rules and KUBE-* chains (mode switch / cleanup)."""
+def cleanup_commands(tables: tuple[dict[str, list[str]], dict[str, list[str]]] | None = None) -> str:
+    """iptables-restore --noflush input removing the jump rules, then flushing and deleting every KUBE-* chain."""
+    filt, nat = tables if tables is not None else ({c: [] for c in FILTER_CHAINS_FIXED},
+                                                   {c: [] for c in NAT_CHAINS_FIXED})
     out = []
-    for table, fixed in (("filter", FILTER_CHAINS_FIXED), ("nat", NAT_CHAINS_FIXED)):
+    for table, chains in (("filter", filt), ("nat", nat)):
         out.append(f"*{table}")
         out.extend(f"-D {chain} {rule}" for chain, rule in JUMP_RULES[table])
-        out.extend(f"-F {c}" for c in fixed)
-        out.extend(f"-X {c}" for c in fixed)
+        out.extend(f"-F {c}" for c in chains)
+        out.extend(f"-X {c}" for c in chains)
         out.append("COMMIT")
     return "\n".join(out) + "\n"

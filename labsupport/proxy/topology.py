@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 import ipaddress
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Iterator, NamedTuple
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
