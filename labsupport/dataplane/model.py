@@ -113,11 +113,12 @@ def _hits(raw: list) -> list:
     return [Hit(r.table, r.chain, r.text, describe(r, note)) for r, note in raw]
 
 
-def _endpoint(dnat) -> Optional[str]:
+def _endpoint(dnat, dport: int) -> Optional[str]:
+    """`"ip:port"` of a DNAT target; a DNAT without a port keeps the packet's destination port."""
     if dnat is None:
         return None
     ip, port = dnat
-    return f"{int_to_ip(ip)}:{port}" if port is not None else int_to_ip(ip)
+    return f"{int_to_ip(ip)}:{port if port is not None else dport}"
 
 
 def explore(program: Program, local: frozenset, src: str, dst: str, dport: int, protocol: str = "tcp",
@@ -133,7 +134,7 @@ def explore(program: Program, local: frozenset, src: str, dst: str, dport: int, 
         ctx = Context(choices, state, 0.0, local)
         pkt = Packet(src_i, dst_i, sport, int(dport), proto, NEW, local_src)
         verdict = program.traverse(pkt, ctx, True)
-        paths.append(TracePath(verdict, _endpoint(ctx.dnat), ctx.masq_marked or ctx.masqueraded,
+        paths.append(TracePath(verdict, _endpoint(ctx.dnat, pkt.dport), ctx.masq_marked or ctx.masqueraded,
                                _hits(ctx.hits), ctx.evaluated))
         taken, sizes = choices.taken, choices.sizes
         j = len(taken) - 1
@@ -271,8 +272,8 @@ class NodeDatapath:
             pkt = Packet(src_i, entry.reply_src, sport, entry.reply_sport, proto,
                          ESTABLISHED_DNAT if entry.dnat else ESTABLISHED, local_src)
             verdict = program.traverse(pkt, ctx, False)
-            return Connection(verdict, _endpoint(entry.dnat), entry.masquerade, True, ctx.evaluated, [],
-                              _client(entry), ctx.hits)
+            return Connection(verdict, _endpoint(entry.dnat, entry.reply_sport), entry.masquerade, True,
+                              ctx.evaluated, [], _client(entry), ctx.hits)
         pkt = Packet(src_i, dst_i, sport, dport, proto, NEW, local_src)
         verdict = program.traverse(pkt, ctx, True)
         masquerade = ctx.masqueraded
@@ -291,7 +292,7 @@ class NodeDatapath:
                                masquerade, ctx.dnat, TIMEOUTS.get(proto, 600.0), now, pkt.mark,
                                getattr(ctx, "ipvs_hook", None))
         self.conntrack[key] = entry
-        return Connection(verdict, _endpoint(ctx.dnat), masquerade, False, ctx.evaluated, rewrites,
+        return Connection(verdict, _endpoint(ctx.dnat, pkt.dport), masquerade, False, ctx.evaluated, rewrites,
                           _client(entry), ctx.hits)
 
     def trace(self, src: str, dst: str, dport: int, protocol: str = "tcp") -> Trace:
