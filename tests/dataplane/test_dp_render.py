@@ -62,3 +62,20 @@ def test_affinity_holds(rendered, mode):
     dp = NodeDatapath(mode, rendered[mode], [NODE_IP], random.Random(5))
     seen = {dp.connect("10.0.0.9", 1000 + k, "172.30.0.42", 80, now=k).endpoint for k in range(20)}
     assert len(seen) == 1
+
+
+def test_incremental_nft_updates_from_the_syncer():
+    nft = pytest.importorskip("labsupport.proxy.nftables")
+    syncer = nft.NftablesSyncer(NODE, CONFIG, service_cidrs=("172.30.0.0/16",))
+    svc = _service("svc1", "172.30.0.41")
+    first = syncer.sync([svc], [_slice("svc1", ["10.0.1.1", "10.0.1.2"])])
+    dp = NodeDatapath("nftables", first, [NODE_IP], random.Random(0))
+    held = dp.connect("10.0.0.2", 4000, "172.30.0.41", 80)
+    dp.apply(syncer.update(endpointslices=[_slice("svc1", ["10.0.1.7"])]))
+    assert dp.trace("10.0.0.2", "172.30.0.41", 80).endpoints == ["10.0.1.7:80"]
+    assert dp.connect("10.0.0.2", 4000, "172.30.0.41", 80).endpoint == held.endpoint
+    dp.apply(syncer.update(deleted_services=[("ns1", "svc1")]))
+    gone = dp.trace("10.0.0.2", "172.30.0.41", 80)
+    assert gone.endpoints == [] and gone.verdict == "DROP"
+    # the full transaction for the final state gives the same answer as the applied deltas
+    assert trace_packet("nftables", syncer.rules, [NODE_IP], "10.0.0.2", "172.30.0.41", 80).verdict == "DROP"
