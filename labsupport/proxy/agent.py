@@ -24,8 +24,10 @@ class SyncResult:
 
     applied: False when kube-proxy is stopped (nothing was written).
     changed: whether the rules differ from before this sync.
-    tool: how a real node applies `text`: "iptables-restore", "nft -f", "ipvs" (text sections) or "" when nothing.
-    text: iptables: the full dump to restore; nftables: only the delta transaction; ipvs: the full IPVS text.
+    tool: how a real node applies `text`: "iptables-restore --noflush", "nft -f", "ipvs" (text sections) or "".
+    text: iptables: the full dump plus `-X` lines for chains that went stale (kube-proxy restores with
+    --noflush, so the jump rules in the built-in chains stay); nftables: only the delta transaction;
+    ipvs: the full IPVS text.
     """
 
     mode: str
@@ -43,11 +45,11 @@ class ModeSwitch:
     old_mode: str
     new_mode: str
     cleanup: str          # iptables-restore input (iptables), nft input (nftables) or shell commands (ipvs)
-    cleanup_tool: str     # "iptables-restore" | "nft -f" | "sh"
+    cleanup_tool: str     # "iptables-restore --noflush" | "nft -f" | "sh"
     first_sync: SyncResult | None
 
 
-_TOOLS = {"iptables": "iptables-restore", "nftables": "nft -f", "ipvs": "ipvs"}
+_TOOLS = {"iptables": "iptables-restore --noflush", "nftables": "nft -f", "ipvs": "ipvs"}
 
 
 class KubeProxy:
@@ -150,9 +152,14 @@ class KubeProxy:
             return SyncResult(self.mode, True, bool(text), "nft -f", text)
         with paused_gc():
             if self.mode == "iptables":
+                old_tables = self._tables
                 self._tables = build_tables(self._services.values(), self._slices.values(), self.node_info,
                                             ProxyConfig.from_dict(self.config), self.nfacct)
-                text = dump(*self._tables)
+                full = dump(*self._tables)
+                changed = full != self._rules
+                self._rules = full
+                return SyncResult(self.mode, True, changed, _TOOLS[self.mode],
+                                  _with_stale_deletes(full, old_tables, self._tables))
             else:
                 self._ipvs = ipvs_state(self._services.values(), self._slices.values(), self.node, self.config,
                                         nfacct=self.nfacct)
@@ -196,7 +203,7 @@ class KubeProxy:
         if self.mode == "nftables":
             return "nft -f", nft_cleanup()
         if self.mode == "iptables":
-            return "iptables-restore", iptables_cleanup(self._tables)
+            return "iptables-restore --noflush", iptables_cleanup(self._tables)
         return "sh", ipvs_cleanup(self._ipvs)
 
     def set_mode(self, mode: str) -> ModeSwitch:
@@ -208,8 +215,26 @@ class KubeProxy:
         self.mode = mode
         self._reset_mode_state()
         first = self._sync() if self._seen_inputs and self.running else None
-        return ModeSwitch(old, mode, text, "iptables-restore" if tool == "iptables-restore" else
-                          ("nft -f" if tool == "nft -f" else "sh"), first)
+        return ModeSwitch(old, mode, text, tool, first)
+
+
+def _with_stale_deletes(text: str, old: tuple[dict, dict] | None, new: tuple[dict, dict]) -> str:
+    """The restore input: the dump, then flush and delete each chain the previous sync had and this one lacks."""
+    if old is None:
+        return text
+    out = []
+    table_index = {"filter": 0, "nat": 1}
+    table = ""
+    for line in text.splitlines():
+        if line.startswith("*"):
+            table = line[1:]
+        elif line == "COMMIT" and table in table_index:
+            i = table_index[table]
+            stale = sorted(c for c in old[i] if c not in new[i])
+            out.extend(f"-F {c}" for c in stale)
+            out.extend(f"-X {c}" for c in stale)
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def _key(obj: dict) -> tuple[str, str]:

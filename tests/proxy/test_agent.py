@@ -14,7 +14,7 @@ def test_iptables_sync_returns_full_dump_and_rules_match_render():
     services, slices = two_services()
     kp = KubeProxy(node(), "iptables", GOLDEN_CONFIG, service_cidrs=CIDRS, nfacct=True)
     result = kp.sync(services, slices)
-    assert result.applied and result.changed and result.tool == "iptables-restore"
+    assert result.applied and result.changed and result.tool == "iptables-restore --noflush"
     assert result.text == kp.rules == render("iptables", services, slices, node(), GOLDEN_CONFIG, nfacct=True)
     assert not kp.sync(services, slices).changed
     assert kp.rule_count == 4 + 15
@@ -55,7 +55,7 @@ def test_mode_switch_returns_cleanup_and_renders_new_mode():
     assert switch.cleanup == "delete table ip kube-proxy\n" and switch.cleanup_tool == "nft -f"
     assert switch.first_sync is not None and switch.first_sync.text.startswith("*filter")
     switch = kp.set_mode("ipvs")
-    assert switch.cleanup_tool == "iptables-restore"
+    assert switch.cleanup_tool == "iptables-restore --noflush"
     assert "-X KUBE-SVC-XPGD46QRK7WJZT7O" in switch.cleanup and "-D PREROUTING" in switch.cleanup
     assert kp.ipvs is not None and kp.ipvs.find("172.30.0.41", 80).persistent == 10800
     switch = kp.set_mode("nftables")
@@ -86,3 +86,12 @@ def test_health_check_node_port_answers():
     on_node3.sync(services, slices)
     assert on_node3.health_check(30999)[0] == 503
     assert on_node3.health_check(31000) is None
+
+
+def test_iptables_resync_deletes_stale_chains():
+    services, slices = two_services()
+    kp = KubeProxy(node(), "iptables", GOLDEN_CONFIG)
+    kp.sync(services, slices)
+    result = kp.sync(services, slices[:1])
+    assert "-X KUBE-SEP-UHEGFW77JX3KXTOV" in result.text and "-X KUBE-SVC-2VJB64SDSIJUP5T6" in result.text
+    assert "KUBE-SEP-UHEGFW77JX3KXTOV" not in kp.rules
