@@ -13,7 +13,7 @@ import yaml
 from labsupport.control.cluster import Cluster, ClusterConfig, ZONES
 from labsupport.control.store import clone
 from labsupport.errors import BadRequest, LabError, NotFound
-from labsupport.model.kinds import resolve
+from labsupport.model.kinds import by_kind, resolve
 from labsupport.proxy.daemon import KubeProxyDaemons
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -85,7 +85,7 @@ class EmbeddedBackend:
     # --- objects -------------------------------------------------------------------------------------------
     def apply(self, obj: dict) -> dict:
         """Create the object, or update it as `kubectl apply` would."""
-        info = resolve(obj.get("kind", ""))
+        info = by_kind(obj.get("kind", ""), obj.get("apiVersion"))
         meta = obj.get("metadata") or {}
         ns = (meta.get("namespace") or "default") if info.namespaced else None
         manifest = clone(obj)

@@ -64,7 +64,8 @@ class NotFound(APIError):
     @classmethod
     def of(cls, resource: str, name: str, kind: str = "", group: str = "") -> "NotFound":
         """The error for a missing object, given its plural resource name."""
-        return cls(f'{resource} "{name}" not found', kind=resource, name=name, group=group)
+        qualified = f"{resource}.{group}" if group else resource
+        return cls(f'{qualified} "{name}" not found', kind=resource, name=name, group=group)
 
 
 class AlreadyExists(APIError):
@@ -76,7 +77,8 @@ class AlreadyExists(APIError):
     @classmethod
     def of(cls, resource: str, name: str, group: str = "") -> "AlreadyExists":
         """The error for a duplicate create, given the plural resource name."""
-        return cls(f'{resource} "{name}" already exists', kind=resource, name=name, group=group)
+        qualified = f"{resource}.{group}" if group else resource
+        return cls(f'{qualified} "{name}" already exists', kind=resource, name=name, group=group)
 
 
 class Conflict(APIError):

@@ -325,9 +325,11 @@ class Cluster:
             raise BadRequest(f"Object 'apiVersion' is missing in the {obj['kind']} object")
         if not isinstance(obj.get("metadata", {}), dict):
             raise BadRequest("metadata must be a mapping")
-        by_kind(obj["kind"], obj["apiVersion"])
+        info = by_kind(obj["kind"], obj["apiVersion"])
         obj = apply_defaults(clone(obj))
         obj.setdefault("metadata", {})
+        if info.namespaced:
+            obj["metadata"]["namespace"] = obj["metadata"].get("namespace") or "default"
         for key in ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp",
                     "deletionGracePeriodSeconds", "managedFields", "selfLink"):
             if key != "resourceVersion":

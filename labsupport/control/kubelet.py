@@ -155,16 +155,14 @@ class Kubelet:
             status["podIP"] = rt.ip
             status["podIPs"] = [{"ip": rt.ip}]
         now = self.cluster.timestamp()
-        statuses = []
-        for c in pod["spec"]["containers"]:
-            ready = "readinessProbe" not in c
-            statuses.append(self._running(c, now, ready, rt))
-            self._schedule_container(rt, c)
+        statuses = [self._running(c, now, "readinessProbe" not in c, rt) for c in pod["spec"]["containers"]]
         status["containerStatuses"] = statuses
         all_ready = all(s["ready"] for s in statuses)
         status["conditions"] = self._conditions(pod, scheduled=True, initialized=True, ready=all_ready, sandbox=True,
                                                 old=status.get("conditions"))
         self._write_status(pod, status)
+        for c in pod["spec"]["containers"]:
+            self._schedule_container(rt, c)
         for c in pod["spec"]["containers"]:
             self.cluster.record_event(pod, "Normal", "Pulled",
                                       f'Container image "{c.get("image", "")}" already present on machine',

@@ -123,7 +123,7 @@ class Scheduler:
         return True
 
     def _unschedulable(self, pod: dict, total: int, reasons: Counter) -> bool:
-        parts = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
+        parts = ", ".join(sorted(f"{n} {r}" for r, n in reasons.items()))
         message = (f"0/{total} nodes are available: {parts}. preemption: 0/{total} nodes are available: "
                    f"{total} Preemption is not helpful for scheduling.")
         conds = [c for c in pod.get("status", {}).get("conditions", []) if c.get("type") != "PodScheduled"]
