@@ -1,0 +1,66 @@
+"""The project's own plumbing: dependency lists agree, the CLI answers, the contract holds."""
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import tomllib
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _names(requirements: list[str]) -> dict[str, str]:
+    out = {}
+    for req in requirements:
+        name = req.replace(" ", "")
+        for sep in ("==", ">=", "<=", "~=", "<", ">"):
+            if sep in name:
+                name, rest = name.split(sep, 1)
+                out[name.lower()] = sep + rest
+                break
+        else:
+            out[name.lower()] = ""
+    return out
+
+
+def test_environment_yml_lists_the_same_dependencies_as_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = _names(project["dependencies"] + project["optional-dependencies"]["test"])
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    assert _names(pip) == wanted
+
+
+def test_cli_doctor_reports_every_backend():
+    proc = subprocess.run([sys.executable, "-m", "labsupport.cli", "doctor"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for backend in ("sim", "netns", "kind"):
+        assert backend in proc.stdout
+    assert "sim    ready" in proc.stdout
+
+
+def test_cli_errors_have_no_traceback():
+    proc = subprocess.run([sys.executable, "-m", "labsupport.cli", "nonsense"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+
+
+def test_contract_check_passes():
+    checker = ROOT.parent / "shared" / "tools" / "contract-check"
+    proc = subprocess.run([sys.executable, str(checker)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 differing" in proc.stdout
+
+
+def test_notebooks_are_stored_without_outputs():
+    import json
+    for path in list((ROOT / "notebooks").glob("*.ipynb")) + list((ROOT / "grading" / "source").rglob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                assert not cell.get("outputs"), f"{path.name} is stored with outputs"
+                assert cell.get("execution_count") is None, f"{path.name} is stored with execution counts"
