@@ -59,9 +59,10 @@ class KubeProxy:
                  service_cidrs: Iterable[str] = ("10.96.0.0/12",), nfacct: bool = False) -> None:
         if mode not in MODES:
             raise ValueError(f'unknown proxy mode "{mode}": use one of {", ".join(MODES)}')
-        self.node = node
+        self._node = node
         self.node_info = NodeInfo.from_node(node)
-        self.config = config
+        self._config = config
+        self._reconfigured = False
         self.service_cidrs = tuple(service_cidrs)
         self.nfacct = nfacct
         self.mode = mode
@@ -79,6 +80,30 @@ class KubeProxy:
         self._nft: NftablesSyncer | None = None
         if self.mode == "nftables":
             self._nft = NftablesSyncer(self.node, self.config, service_cidrs=self.service_cidrs)
+
+    @property
+    def node(self) -> dict:
+        """The Node object this kube-proxy runs on (setting it takes effect at the next sync)."""
+        return self._node
+
+    @node.setter
+    def node(self, node: dict) -> None:
+        info = NodeInfo.from_node(node)
+        self._node = node
+        if info != self.node_info:
+            self.node_info = info
+            self._reconfigured = True
+
+    @property
+    def config(self) -> dict | None:
+        """The KubeProxyConfiguration dict (setting it takes effect at the next sync)."""
+        return self._config
+
+    @config.setter
+    def config(self, config: dict | None) -> None:
+        if ProxyConfig.from_dict(config) != ProxyConfig.from_dict(self._config):
+            self._reconfigured = True
+        self._config = config
 
     @property
     def name(self) -> str:
@@ -138,7 +163,7 @@ class KubeProxy:
         if not self.running:
             return SyncResult(self.mode, False, False, "", "",
                               "kube-proxy is stopped: the kernel keeps the last rules, new changes are not applied")
-        if self.mode == "nftables" and self._nft is not None and self._nft.written:
+        if self.mode == "nftables" and self._nft is not None and self._nft.written and not self._reconfigured:
             delta = self._nft.update(services, endpointslices, deleted_services, deleted_slices)
             self.syncs += 1
             return SyncResult(self.mode, True, bool(delta), "nft -f", delta)
@@ -146,9 +171,16 @@ class KubeProxy:
 
     def _sync(self) -> SyncResult:
         self.syncs += 1
+        prefix = ""
+        if self._reconfigured:
+            self._reconfigured = False
+            if self.mode == "nftables" and self._nft is not None and self._nft.written:
+                prefix = nft_cleanup()      # new node IPs or config: rebuild the table from scratch
+            if self.mode == "nftables":
+                self._nft = NftablesSyncer(self._node, self._config, service_cidrs=self.service_cidrs)
         if self.mode == "nftables":
             assert self._nft is not None
-            text = self._nft.sync(self._services.values(), self._slices.values())
+            text = prefix + self._nft.sync(self._services.values(), self._slices.values())
             return SyncResult(self.mode, True, bool(text), "nft -f", text)
         with paused_gc():
             if self.mode == "iptables":

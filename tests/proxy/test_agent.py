@@ -95,3 +95,17 @@ def test_iptables_resync_deletes_stale_chains():
     result = kp.sync(services, slices[:1])
     assert "-X KUBE-SEP-UHEGFW77JX3KXTOV" in result.text and "-X KUBE-SVC-2VJB64SDSIJUP5T6" in result.text
     assert "KUBE-SEP-UHEGFW77JX3KXTOV" not in kp.rules
+
+
+def test_changed_config_rebuilds_the_nft_table():
+    services, slices = two_services()
+    kp = KubeProxy(node(), "nftables", GOLDEN_CONFIG, service_cidrs=CIDRS)
+    kp.sync(services, slices)
+    kp.config = {"clusterCIDR": "10.0.0.0/8"}
+    assert kp.sync(services, slices).text == ""
+    kp.config = {"clusterCIDR": "10.244.0.0/16"}
+    result = kp.sync(services, slices)
+    assert result.text.startswith("delete table ip kube-proxy\nadd table ip kube-proxy")
+    assert "ip saddr != 10.244.0.0/16" in kp.rules
+    kp.node = node(ip="192.168.0.9")
+    assert "add element ip kube-proxy nodeport-ips { 192.168.0.9 }" in kp.sync(services, slices).text
