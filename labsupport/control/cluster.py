@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from labsupport.control.allocators import ServiceAllocator
 from labsupport.control.clock import VirtualClock, rfc3339
-from labsupport.control.endpoints import EndpointsController, EndpointSliceController
+from labsupport.control.endpoints import EndpointsController, EndpointSliceController, ServiceSelectors
 from labsupport.control.kubelet import Kubelet
 from labsupport.control.scheduler import Scheduler
 from labsupport.control.store import Store, clone
@@ -69,6 +69,7 @@ class Cluster:
         self.owned = OwnedPods(self)
         self.scheduler = Scheduler(self)
         self.kubelet = Kubelet(self)
+        selectors = ServiceSelectors(self.store)
         self.controllers = [
             self.scheduler,
             DeploymentController(self),
@@ -77,8 +78,8 @@ class Cluster:
             DaemonSetController(self, self.owned),
             GarbageCollector(self),
             self.kubelet,
-            EndpointSliceController(self, self.config.max_endpoints_per_slice),
-            EndpointsController(self),
+            EndpointSliceController(self, selectors, self.config.max_endpoints_per_slice),
+            EndpointsController(self, selectors),
         ]
         self._lb_next = 0
         self._bootstrap()

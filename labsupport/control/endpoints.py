@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 from labsupport.control.endpointslice import endpoints_for, reconcile
 from labsupport.control.store import clone
-from labsupport.model.selectors import service_selects
 
 if TYPE_CHECKING:
     from labsupport.control.cluster import Cluster
@@ -16,12 +15,44 @@ MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MANAGED_BY = "endpointslice-controller.k8s.io"
 
 
+class ServiceSelectors:
+    """Every Service's selector as (key, value) pairs, by namespace, kept current from watch events."""
+
+    def __init__(self, store):
+        self.by_namespace: dict[str, dict[str, tuple]] = defaultdict(dict)
+        for svc in store.list("Service"):
+            self._set(svc)
+        store.subscribe(self._on_event)
+
+    def _set(self, svc: dict, deleted: bool = False) -> None:
+        ns, name = svc["metadata"]["namespace"], svc["metadata"]["name"]
+        selector = (svc.get("spec") or {}).get("selector") or {}
+        if deleted or not selector:
+            self.by_namespace[ns].pop(name, None)
+        else:
+            self.by_namespace[ns][name] = tuple(selector.items())
+
+    def _on_event(self, event) -> None:
+        if event.kind == "Service":
+            self._set(event.object, deleted=event.type == "DELETED")
+
+    def selecting(self, namespace: str, labels: dict) -> list[str]:
+        """Names of the Services in a namespace whose selector picks these labels."""
+        return [name for name, items in self.by_namespace.get(namespace, {}).items()
+                if all(labels.get(k) == v for k, v in items)]
+
+    def items(self, namespace: str, name: str) -> tuple | None:
+        """One Service's selector pairs (None without a selector)."""
+        return self.by_namespace.get(namespace, {}).get(name)
+
+
 class _ServiceWatcher:
     """Marks a Service dirty when it, or a pod it selects (before or after the change), changes."""
 
-    def __init__(self, cluster: "Cluster"):
+    def __init__(self, cluster: "Cluster", selectors: ServiceSelectors):
         self.cluster = cluster
         self.store = cluster.store
+        self.selectors = selectors
         self.dirty: set[tuple[str, str]] = set()
         self.store.subscribe(self._on_event)
 
@@ -31,10 +62,10 @@ class _ServiceWatcher:
             self.dirty.add((obj["metadata"]["namespace"], obj["metadata"]["name"]))
         elif event.kind == "Pod":
             ns = obj["metadata"]["namespace"]
-            labels = [o["metadata"].get("labels") or {} for o in (obj, event.old) if o is not None]
-            for svc in self.store.list("Service", ns):
-                if any(service_selects(svc, lab) for lab in labels):
-                    self.dirty.add((ns, svc["metadata"]["name"]))
+            for o in (obj, event.old):
+                if o is not None:
+                    for name in self.selectors.selecting(ns, o["metadata"].get("labels") or {}):
+                        self.dirty.add((ns, name))
         elif event.kind == "Node" and (event.old is None or
                                        event.old["metadata"].get("labels") != obj["metadata"].get("labels")):
             for svc in self.store.list("Service"):
@@ -51,8 +82,11 @@ class _ServiceWatcher:
 
     def selected(self, svc: dict) -> list[dict]:
         """The pods in the Service's namespace that its selector picks."""
+        items = tuple(((svc.get("spec") or {}).get("selector") or {}).items())
+        if not items:
+            return []
         return [p for p in self.store.list("Pod", svc["metadata"]["namespace"])
-                if service_selects(svc, p["metadata"].get("labels") or {})]
+                if all((p["metadata"].get("labels") or {}).get(k) == v for k, v in items)]
 
     def reconcile(self, namespace: str, name: str) -> None:
         """Write what this Service's endpoints should be."""
@@ -62,8 +96,8 @@ class _ServiceWatcher:
 class EndpointSliceController(_ServiceWatcher):
     """kube-controller-manager's EndpointSlice controller, around the pure `reconcile`."""
 
-    def __init__(self, cluster: "Cluster", max_endpoints_per_slice: int = 100):
-        super().__init__(cluster)
+    def __init__(self, cluster: "Cluster", selectors: ServiceSelectors, max_endpoints_per_slice: int = 100):
+        super().__init__(cluster, selectors)
         self.max_endpoints_per_slice = max_endpoints_per_slice
         self.slices: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.writes = 0

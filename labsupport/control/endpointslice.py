@@ -88,7 +88,9 @@ def _addresses_for(ips: list[str], address_type: str) -> list[str]:
     out = []
     for ip in ips:
         is_v6 = ":" in ip
-        if is_v6 == (address_type == "IPv6"):
+        if not is_v6 and address_type == "IPv4" and _ip_key(ip)[0] == 4:
+            out.append(ip)
+        elif is_v6 == (address_type == "IPv6"):
             try:
                 out.append(str(ipaddress.ip_address(ip)))
             except ValueError:
@@ -227,11 +229,8 @@ def _copy_slice(slice_: dict) -> dict:
 
 
 def _ip_sort_key(address: str, hostname: str | None) -> tuple:
-    try:
-        ip = ipaddress.ip_address(address)
-        return (ip.version, int(ip), hostname or "")
-    except ValueError:
-        return (9, 0, address)
+    version, number = _ip_key(address)
+    return (version, number, hostname or "") if version != 9 else (9, 0, address)
 
 
 def _max_time(*values: str | None) -> str:
@@ -636,8 +635,11 @@ def _reconcile_hints(service: dict, to_create: list[dict], to_update: list[dict]
 # ----------------------------------------------------------------------------------------------------------
 # legacy Endpoints
 
-def endpoints_for(service: dict, pods: Iterable[dict]) -> dict | None:
-    """The v1 Endpoints object the endpoints controller writes for this Service (None without a selector)."""
+def endpoints_for(service: dict, pods: Iterable[dict], max_addresses: int | None = MAX_ENDPOINTS_ADDRESSES
+                  ) -> dict | None:
+    """The v1 Endpoints object the endpoints controller writes for this Service (None without a selector).
+
+    `max_addresses=None` builds it as clusters before 1.22 did, without the 1000-address cap."""
     spec = service.get("spec") or {}
     selector = spec.get("selector")
     if not selector or spec.get("type") == "ExternalName":
@@ -715,8 +717,8 @@ def endpoints_for(service: dict, pods: Iterable[dict]) -> dict | None:
     if trigger:
         annotations[ANNOTATION_TRIGGER_TIME] = trigger
     total = sum(len(s.get("addresses", ())) + len(s.get("notReadyAddresses", ())) for s in result_subsets)
-    if total > MAX_ENDPOINTS_ADDRESSES:
-        result_subsets = _truncate(result_subsets, MAX_ENDPOINTS_ADDRESSES)
+    if max_addresses is not None and total > max_addresses:
+        result_subsets = _truncate(result_subsets, max_addresses)
         annotations[ANNOTATION_OVER_CAPACITY] = "truncated"
     metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
     if annotations:
@@ -725,6 +727,11 @@ def endpoints_for(service: dict, pods: Iterable[dict]) -> dict | None:
 
 
 def _ip_key(ip: str) -> tuple:
+    parts = ip.split(".")
+    if len(parts) == 4 and all(p.isdigit() and len(p) <= 3 for p in parts):
+        a, b, c, d = (int(p) for p in parts)
+        if max(a, b, c, d) <= 255:
+            return (4, (a << 24) | (b << 16) | (c << 8) | d)
     try:
         parsed = ipaddress.ip_address(ip)
         return (parsed.version, int(parsed))

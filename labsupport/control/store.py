@@ -131,9 +131,13 @@ class Store:
         return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) % 4]}{h[17:20]}-{h[20:32]}"
 
     def create(self, obj: dict) -> dict:
-        """Store a new object: name from generateName, uid, creationTimestamp, resourceVersion."""
-        obj = clone(obj)
-        meta = obj.setdefault("metadata", {})
+        """Store a new object: name from generateName, uid, creationTimestamp, resourceVersion.
+
+        Stored objects are immutable by convention: the store copies the top level and metadata of what it is
+        given; callers hand over nested parts and must not change them afterwards (copy with `clone` first)."""
+        obj = dict(obj)
+        obj["metadata"] = dict(obj.get("metadata") or {})
+        meta = obj["metadata"]
         kind = obj["kind"]
         info = by_kind(kind)
         ns = meta.get("namespace", "") if info.namespaced else ""
@@ -162,11 +166,14 @@ class Store:
         return obj
 
     def update(self, obj: dict, *, check_version: bool = True) -> dict:
-        """Replace a stored object; a stale resourceVersion is a Conflict. Returns the stored object."""
-        obj = clone(obj)
+        """Replace a stored object; a stale resourceVersion is a Conflict. Returns the stored object.
+
+        Like `create`, it copies only the top level and metadata: nested parts are handed over."""
+        obj = dict(obj)
+        obj["metadata"] = dict(obj.get("metadata") or {})
         kind = obj["kind"]
         info = by_kind(kind)
-        meta = obj.setdefault("metadata", {})
+        meta = obj["metadata"]
         ns = meta.get("namespace", "") if info.namespaced else ""
         name = meta.get("name", "")
         old = self.find(kind, ns, name)

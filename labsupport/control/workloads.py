@@ -153,19 +153,21 @@ class ReplicaSetController(Controller):
         rs = self.store.find("ReplicaSet", namespace, name)
         if rs is None or rs["metadata"].get("deletionTimestamp"):
             return
-        pods = self.owned.pods(rs["metadata"]["uid"])
-        active = [p for p in pods if pod_active(p)]
+        active = [p for p in self.owned.pods(rs["metadata"]["uid"]) if pod_active(p)]
         want = rs["spec"].get("replicas", 1)
-        if len(active) < want:
-            for _ in range(want - len(active)):
-                self.cluster.create_pod_from_template(rs, rs["spec"]["template"], f"{name}-")
-        elif len(active) > want:
-            for pod in sorted(active, key=_deletion_rank)[: len(active) - want]:
-                self.cluster.delete("Pod", namespace, pod["metadata"]["name"])
-        pods = self.owned.pods(rs["metadata"]["uid"])
-        active = [p for p in pods if pod_active(p)]
         ready = sum(1 for p in active if pod_ready(p))
-        status = {"replicas": len(active), "fullyLabeledReplicas": len(active), "readyReplicas": ready,
+        count = len(active)
+        if count < want:
+            for _ in range(want - count):
+                self.cluster.create_pod_from_template(rs, rs["spec"]["template"], f"{name}-")
+            count = want
+        elif count > want:
+            doomed = sorted(active, key=_deletion_rank)[: count - want]
+            for pod in doomed:
+                self.cluster.delete("Pod", namespace, pod["metadata"]["name"])
+            ready -= sum(1 for p in doomed if pod_ready(p))
+            count = want
+        status = {"replicas": count, "fullyLabeledReplicas": count, "readyReplicas": ready,
                   "availableReplicas": ready, "observedGeneration": rs["metadata"].get("generation", 1)}
         status = {k: v for k, v in status.items() if v or k in ("replicas", "observedGeneration")}
         if rs.get("status") != status:
