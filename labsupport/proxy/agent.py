@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from labsupport.proxy import MODES
-from labsupport.proxy.iptables import build_tables, count_rules, dump
+from labsupport.proxy.iptables import FILTER_CHAINS_FIXED, NAT_CHAINS_FIXED, build_tables, count_rules, dump
 from labsupport.proxy.iptables import cleanup_commands as iptables_cleanup
 from labsupport.proxy.ipvs import IPSET_TYPES, IpvsState, ipvs_state
 from labsupport.proxy.nftables import NftablesSyncer
@@ -25,9 +25,9 @@ class SyncResult:
     applied: False when kube-proxy is stopped (nothing was written).
     changed: whether the rules differ from before this sync.
     tool: how a real node applies `text`: "iptables-restore --noflush", "nft -f", "ipvs" (text sections) or "".
-    text: iptables: the full dump plus `-X` lines for chains that went stale (kube-proxy restores with
-    --noflush, so the jump rules in the built-in chains stay); nftables: only the delta transaction;
-    ipvs: the full IPVS text.
+    text: iptables: the restore input (the full dump the first time; then the fixed chains, the changed chains
+    and a flush/delete of stale chains, restored with --noflush so built-in jumps and unchanged chains stay);
+    nftables: only the delta transaction; ipvs: the full IPVS text.
     """
 
     mode: str
@@ -191,7 +191,7 @@ class KubeProxy:
                 changed = full != self._rules
                 self._rules = full
                 return SyncResult(self.mode, True, changed, _TOOLS[self.mode],
-                                  _with_stale_deletes(full, old_tables, self._tables))
+                                  _restore_input(old_tables, self._tables))
             else:
                 self._ipvs = ipvs_state(self._services.values(), self._slices.values(), self.node, self.config,
                                         nfacct=self.nfacct)
@@ -250,19 +250,23 @@ class KubeProxy:
         return ModeSwitch(old, mode, text, tool, first)
 
 
-def _with_stale_deletes(text: str, old: tuple[dict, dict] | None, new: tuple[dict, dict]) -> str:
-    """The restore input: the dump, then flush and delete each chain the previous sync had and this one lacks."""
+def _restore_input(old: tuple[dict, dict] | None, new: tuple[dict, dict]) -> str:
+    """What kube-proxy feeds `iptables-restore --noflush`: everything on the first sync; afterwards the fixed
+    chains, the chains whose rules changed, and a flush and delete for each chain that went stale."""
     if old is None:
-        return text
+        return dump(*new)
+    fixed = (set(FILTER_CHAINS_FIXED), set(NAT_CHAINS_FIXED))
+    subsets = []
+    for i in (0, 1):
+        subsets.append({c: rules for c, rules in new[i].items() if c in fixed[i] or old[i].get(c) != rules})
+    text = dump(subsets[0], subsets[1])
     out = []
-    table_index = {"filter": 0, "nat": 1}
-    table = ""
+    table = 0
     for line in text.splitlines():
         if line.startswith("*"):
-            table = line[1:]
-        elif line == "COMMIT" and table in table_index:
-            i = table_index[table]
-            stale = sorted(c for c in old[i] if c not in new[i])
+            table = 0 if line == "*filter" else 1
+        elif line == "COMMIT":
+            stale = sorted(c for c in old[table] if c not in new[table])
             out.extend(f"-F {c}" for c in stale)
             out.extend(f"-X {c}" for c in stale)
         out.append(line)
