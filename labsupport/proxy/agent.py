@@ -78,6 +78,7 @@ class KubeProxy:
         self._tables: tuple[dict, dict] | None = None
         self._ipvs: IpvsState | None = None
         self._nft: NftablesSyncer | None = None
+        self._reconfigured = False
         if self.mode == "nftables":
             self._nft = NftablesSyncer(self.node, self.config, service_cidrs=self.service_cidrs)
 

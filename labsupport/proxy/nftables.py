@@ -332,11 +332,15 @@ class NftablesSyncer:
         self.rendered: dict[tuple[str, str], ServiceRules] = {}
         self.fingerprints: dict[tuple[str, str], object] = {}
         self.written = False
+        self._text: str | None = None
 
     @property
     def rules(self) -> str:
         """The complete transaction equivalent to what the table now holds."""
-        return transaction(self.base, [self.rendered[k] for k in sorted(self.rendered)])
+        if self._text is None:
+            with paused_gc():
+                self._text = transaction(self.base, [self.rendered[k] for k in sorted(self.rendered)])
+        return self._text
 
     def _fingerprint_of(self, key: tuple[str, str]) -> object:
         svc = self.services.get(key)
@@ -408,6 +412,9 @@ class NftablesSyncer:
             return self._apply(sorted(changed))
 
     def _apply(self, changed: Iterable[tuple[str, str]]) -> str:
+        changed = list(changed)
+        if changed:
+            self._text = None
         old_parts: list[ServiceRules] = []
         new_parts: list[ServiceRules] = []
         for key in changed:
