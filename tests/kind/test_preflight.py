@@ -1,0 +1,152 @@
+"""Preflight messages when docker, kind or kubectl are missing or too old — fake tools on a temp PATH."""
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+import pytest
+
+from labsupport.kind import preflight
+from labsupport.kind.runner import RecordingRunner
+
+DAEMON_DOWN = ("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+               "Is the docker daemon running?")
+
+
+def _tool(directory, name, script):
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + script + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+@pytest.fixture
+def bin_dir(tmp_path, monkeypatch):
+    """An empty PATH of fake tools; the pinned kubectl next to Python hidden."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    monkeypatch.setenv("PATH", str(tools))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(preflight, "kernel_problem", lambda mode: None)
+    return tools
+
+
+def _good_docker(d):
+    _tool(d, "docker", 'case "$*" in *OperatingSystem*) echo "Ubuntu 24.04 LTS";; *) echo 28.2.2;; esac')
+
+
+def test_everything_missing(bin_dir):
+    found = preflight.problems("nftables")
+    assert len(found) == 3
+    assert found[0].startswith("Docker is not installed: install Docker Engine")
+    assert found[1].startswith("kind is not installed: install kind v0.33.0 (`go install sigs.k8s.io/kind@v0.33.0`")
+    assert found[2].startswith("kubectl is not installed: reinstall the project")
+
+
+def test_docker_daemon_unreachable(bin_dir):
+    _tool(bin_dir, "docker", f'echo "{DAEMON_DOWN}" >&2; exit 1')
+    message = preflight.docker_problem()
+    assert message.startswith("the Docker daemon is not reachable (Cannot connect to the Docker daemon")
+    assert "start Docker" in message and "`docker info`" in message
+
+
+def test_docker_client_only_prints_nothing_for_server(bin_dir):
+    _tool(bin_dir, "docker", "exit 0")
+    assert preflight.docker_problem().startswith("the Docker daemon is not reachable: start Docker")
+
+
+@pytest.mark.parametrize("version, mode, ok", [
+    ("kind v0.22.0 go1.20.13 linux/amd64", "nftables", False),
+    ("kind v0.22.0 go1.20.13 linux/amd64", "iptables", True),
+    ("kind v0.23.0 go1.21.10 linux/amd64", "nftables", True),
+    ("kind v0.19.0 go1.20.4 linux/amd64", "ipvs", False),
+    ("kind v0.33.0 go1.25.1 linux/amd64", "nftables", True),
+])
+def test_kind_version_per_mode(bin_dir, version, mode, ok):
+    _good_docker(bin_dir)
+    _tool(bin_dir, "kind", f'echo "{version}"')
+    _tool(bin_dir, "kubectl", "exit 0")
+    found = preflight.problems(mode)
+    if ok:
+        assert found == []
+    else:
+        (message,) = found
+        assert message.startswith(f"kind v{version.split()[1][1:]} is too old for kube-proxy mode {mode}")
+        assert "install kind v0.33.0" in message
+
+
+def test_kind_that_prints_no_version(bin_dir):
+    _tool(bin_dir, "kind", "echo oops; exit 2")
+    assert preflight.kind_problem("iptables").startswith("`kind version` failed or printed no version")
+
+
+def test_pinned_kubectl_next_to_python_counts(bin_dir, tmp_path):
+    _tool(tmp_path, "kubectl", "exit 0")
+    assert preflight.kubectl_problem() is None
+
+
+def test_old_kind_is_a_note_not_a_problem(bin_dir):
+    _good_docker(bin_dir)
+    _tool(bin_dir, "kind", 'echo "kind v0.27.0 go1.23.6 linux/amd64"')
+    _tool(bin_dir, "kubectl", "exit 0")
+    assert preflight.problems("nftables") == []
+    (note,) = [n for n in preflight.notes("iptables") if n.startswith("kind v0.27.0")]
+    assert "v0.33.0" in note and "best-effort" in note
+
+
+def test_docker_desktop_note(bin_dir):
+    _tool(bin_dir, "docker", 'case "$*" in *OperatingSystem*) echo "Docker Desktop";; *) echo 28.2.2;; esac')
+    (note,) = [n for n in preflight.notes() if n.startswith("Docker Desktop")]
+    assert "cannot be reached from this host" in note and "localhost" in note and "30080" in note
+
+
+def test_kernel_too_old_for_nftables():
+    message = preflight.kernel_problem("nftables", release="5.10.0-28-amd64", system="Linux")
+    assert message.startswith("kube-proxy's nftables mode needs Linux 5.13 or newer")
+    assert preflight.kernel_problem("iptables", release="5.10.0", system="Linux") is None
+    assert preflight.kernel_problem("nftables", release="6.8.0", system="Linux") is None
+    assert preflight.kernel_problem("nftables", release="5.10.0", system="Darwin") is None
+
+
+def test_parse_version():
+    assert preflight.parse_version("kind v0.33.0 go1.25.1 linux/amd64") == (0, 33, 0)
+    assert preflight.parse_version("kind v0.24.0-alpha+4b4f5f5 go1.22") == (0, 24, 0)
+    assert preflight.parse_version("nothing") is None
+
+
+def test_clean_deletes_only_prefixed_clusters(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path))
+    runner = RecordingRunner()
+    runner.answer(["kind", "get", "clusters"], stdout="kind\nlabsupport\nlabsupport-ipvs\nlabsupportish\n")
+    runner.answer(["docker", "ps"], stdout="abc123\n")
+    runner.answer(["docker", "rm", "-f", "labsupport-client"], stdout="labsupport-client\n")
+    done = preflight.clean(runner)
+    deletes = [c for c in runner.commands() if c.startswith("kind delete")]
+    assert deletes == [
+        f"kind delete cluster --name labsupport --kubeconfig {tmp_path}/kind-labsupport.kubeconfig",
+        f"kind delete cluster --name labsupport-ipvs --kubeconfig {tmp_path}/kind-labsupport-ipvs.kubeconfig"]
+    assert "docker ps -aq --filter label=dev.labsupport.client" in runner.commands()
+    assert "docker rm -f abc123" in runner.commands()
+    assert done == ["removed container labsupport-client", "deleted kind cluster labsupport",
+                    "deleted kind cluster labsupport-ipvs", "removed 1 client container(s)"]
+
+
+def test_delete_cluster_removes_its_kubeconfig(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path))
+    path = preflight.kubeconfig_file("labsupport")
+    path.write_text("apiVersion: v1\n")
+    runner = RecordingRunner()
+    assert preflight.delete_cluster("labsupport", runner) == ["deleted kind cluster labsupport"]
+    assert not path.exists()
+    assert runner.commands()[0] == "docker rm -f labsupport-client"
+
+
+def test_no_kind_nothing_to_clean(bin_dir):
+    assert preflight.clean() == []
+    assert preflight.list_clusters() == []
+
+
+def test_this_machine_never_raises():
+    found = preflight.problems("nftables")
+    assert isinstance(found, list) and all(isinstance(p, str) and p for p in found)
