@@ -1,0 +1,295 @@
+"""ClusterGraph: the cluster as a live picture with the controls a lesson needs.
+
+Zones, nodes (with their kube-proxy), pods coloured by state, Services with their EndpointSlices and a line per
+endpoint; it follows the cluster's watch. Controls scale a Deployment, delete a pod, break or mend a pod's
+readiness, switch kube-proxy's mode and a Service's externalTrafficPolicy, move the clock, and send a request
+whose path is drawn hop by hop with its NAT rewrites.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Iterable
+
+import ipywidgets as widgets
+
+from labsupport.control.store import clone
+from labsupport.widgets.live import LiveView, read_cluster
+from labsupport.widgets.present import type_scale
+from labsupport.widgets.scene import CLIENT, Layout, Step, build_model, render_svg, trace_steps
+
+NGINX_INDEX = "/usr/share/nginx/html/index.html"
+
+
+class ClusterGraph(LiveView):
+    """A live picture of the cluster with controls. `ClusterGraph(lab, present=True)` for a projector."""
+
+    def __init__(self, lab: Any, *, namespaces: Iterable[str] | None = ("default",), present: bool | None = None,
+                 controls: bool = True, live: bool = True, rule_counts: bool = True, title: str = ""):
+        super().__init__(lab, present=present, live=live)
+        self.namespaces = None if namespaces is None else tuple(namespaces)
+        self.rule_counts = rule_counts
+        self.title = title
+        self.layout_engine = Layout(scale=type_scale(self.present))
+        self.model = None
+        self.steps: list[Step] = []
+        self.reveal: int | None = None
+        self.last_trace = None
+        self.svg = ""
+        self.picture = widgets.HTML(layout=widgets.Layout(overflow="auto"))
+        self.picture.add_class("labsupport-cluster-graph")
+        self.status = widgets.HTML()
+        self._build_controls()
+        self.children = ([self.controls] if controls else []) + [self.picture, self.status]
+        self.refresh()
+
+    # --- controls ------------------------------------------------------------------------------------------
+    def _build_controls(self) -> None:
+        small = widgets.Layout(width="auto")
+        self.workload = widgets.Dropdown(description="workload", layout=widgets.Layout(width="230px"))
+        self.replicas = widgets.BoundedIntText(value=3, min=0, max=500, layout=widgets.Layout(width="70px"))
+        self.scale_button = widgets.Button(description="scale", icon="arrows-v", layout=small)
+        self.pod = widgets.Dropdown(description="pod", layout=widgets.Layout(width="300px"))
+        self.delete_button = widgets.Button(description="delete pod", button_style="danger", icon="trash",
+                                            layout=small)
+        self.break_button = widgets.Button(description="break readiness", button_style="warning", layout=small,
+                                           tooltip=f"rm {NGINX_INDEX} (an nginx pod probed on / turns not ready)")
+        self.mend_button = widgets.Button(description="mend readiness", layout=small)
+        self.mode = widgets.ToggleButtons(options=["iptables", "ipvs", "nftables"], description="kube-proxy",
+                                          style={"button_width": "80px"})
+        self.service = widgets.Dropdown(description="service", layout=widgets.Layout(width="230px"))
+        self.policy = widgets.ToggleButtons(options=["Cluster", "Local"], description="eTP",
+                                            style={"button_width": "70px"})
+        self.source = widgets.Dropdown(description="from", layout=widgets.Layout(width="300px"))
+        self.url = widgets.Text(value="http://web", description="curl", layout=widgets.Layout(width="300px"))
+        self.send_button = widgets.Button(description="send request", button_style="primary", icon="paper-plane",
+                                          layout=small)
+        self.prev_button = widgets.Button(description="◀ step", layout=small)
+        self.next_button = widgets.Button(description="step ▶", layout=small)
+        self.clear_button = widgets.Button(description="clear path", layout=small)
+        self.advance_button = widgets.Button(description="advance 5 s", icon="clock-o", layout=small)
+        self.scale_button.on_click(lambda _: self._act(self._scale))
+        self.delete_button.on_click(lambda _: self._act(self._delete))
+        self.break_button.on_click(lambda _: self._act(self._break))
+        self.mend_button.on_click(lambda _: self._act(self._mend))
+        self.send_button.on_click(lambda _: self._act(self._send_request))
+        self.prev_button.on_click(lambda _: self._step(-1))
+        self.next_button.on_click(lambda _: self._step(+1))
+        self.clear_button.on_click(lambda _: self._act(self.clear_trace))
+        self.advance_button.on_click(lambda _: self._act(lambda: self.lab.advance(5)))
+        self.mode.observe(self._on_mode, names="value")
+        self.policy.observe(self._on_policy, names="value")
+        self.service.observe(self._sync_policy, names="value")
+        row = widgets.HBox
+        self.controls = widgets.VBox([
+            row([self.workload, self.replicas, self.scale_button, self.advance_button]),
+            row([self.pod, self.delete_button, self.break_button, self.mend_button]),
+            row([self.mode]),
+            row([self.service, self.policy]),
+            row([self.source, self.url, self.send_button, self.prev_button, self.next_button, self.clear_button]),
+        ])
+        self.controls.add_class("labsupport-controls")
+        self._muted = False
+
+    def _act(self, action) -> None:
+        try:
+            outcome = action()
+        except Exception as exc:
+            self._report(f"{type(exc).__name__}: {exc}")
+        else:
+            if isinstance(outcome, str):
+                self._report(outcome, error=False)
+        self.refresh()
+
+    def _report(self, message: str, error: bool = True) -> None:
+        color = "#b71c1c" if error else "#1b5e20"
+        self.status.value = f'<span style="color:{color}">{html.escape(message)}</span>'
+
+    def _scale(self) -> str:
+        if not self.workload.value:
+            return "no Deployment or StatefulSet to scale"
+        self.lab.scale(self.workload.value, int(self.replicas.value))
+        return f"scaled {self.workload.value} to {self.replicas.value}"
+
+    def _pod_ref(self) -> tuple[str, str]:
+        if not self.pod.value:
+            raise ValueError("choose a pod first")
+        ns, _, name = self.pod.value.partition("/")
+        return ns, name
+
+    def _delete(self) -> str:
+        ns, name = self._pod_ref()
+        self.lab.delete("pod", name, namespace=ns)
+        return f'pod "{name}" deleted (it terminates for its grace period; "advance 5 s" moves the clock)'
+
+    def _break(self) -> str:
+        ns, name = self._pod_ref()
+        result = self.lab.exec(name, ["rm", NGINX_INDEX], namespace=ns)
+        code = getattr(result, "code", getattr(result, "returncode", 0))
+        if code:
+            return f"rm failed in {name}: {getattr(result, 'stderr', '')}".strip()
+        return f"removed {NGINX_INDEX} in {name}: its readiness probe on / fails from the next period"
+
+    def _mend(self) -> str:
+        ns, name = self._pod_ref()
+        self.lab.exec(name, ["sh", "-c", f"echo ok > {NGINX_INDEX}"], namespace=ns)
+        return f"restored {NGINX_INDEX} in {name}"
+
+    def _send_request(self) -> str:
+        trace = self.lab.trace(self.url.value, source=self.source.value or "client")
+        self.show_trace(trace)
+        result = trace.result
+        return (f"{result.status} from {result.pod} (client IP seen: {result.client_ip})" if result.ok
+                else result.error or "no answer")
+
+    def _step(self, delta: int) -> None:
+        if not self.steps:
+            return
+        current = len(self.steps) if self.reveal is None else self.reveal
+        self.reveal = max(0, min(len(self.steps), current + delta))
+        self.draw()
+
+    def _on_mode(self, change) -> None:
+        if self._muted or change["new"] == self.lab.proxy_mode:
+            return
+        self._act(lambda: (self.lab.set_proxy_mode(change["new"]),
+                           f"kube-proxy restarted in {change['new']} mode")[1])
+
+    def _current_service(self) -> dict | None:
+        if not self.service.value:
+            return None
+        ns, _, name = self.service.value.partition("/")
+        return self.lab.get("svc", name, namespace=ns)
+
+    def _sync_policy(self, change=None) -> None:
+        svc = self._current_service() if self.service.value else None
+        self._muted = True
+        try:
+            self.policy.value = (svc or {}).get("spec", {}).get("externalTrafficPolicy") or "Cluster"
+        finally:
+            self._muted = False
+
+    def _on_policy(self, change) -> None:
+        if self._muted:
+            return
+        self._act(lambda: self.set_external_traffic_policy(change["new"]))
+
+    def set_external_traffic_policy(self, policy: str, service: str | None = None) -> str:
+        """Set externalTrafficPolicy on a NodePort or LoadBalancer Service (default: the one chosen above)."""
+        if service is not None:
+            self.service.value = service if "/" in service else f"default/{service}"
+        svc = self._current_service()
+        if svc is None:
+            raise ValueError("choose a Service first")
+        if svc["spec"].get("type") not in ("NodePort", "LoadBalancer"):
+            raise ValueError(f'externalTrafficPolicy applies to NodePort and LoadBalancer Services; '
+                             f'"{svc["metadata"]["name"]}" is {svc["spec"].get("type", "ClusterIP")}')
+        new = clone(svc)
+        new["spec"]["externalTrafficPolicy"] = policy
+        if policy != "Local":
+            new["spec"].pop("healthCheckNodePort", None)
+        for key in ("resourceVersion", "managedFields"):
+            new["metadata"].pop(key, None)
+        new.pop("status", None)
+        self.lab.apply(new)
+        return f'externalTrafficPolicy of "{svc["metadata"]["name"]}" is now {policy}'
+
+    # --- public verbs --------------------------------------------------------------------------------------
+    def show_trace(self, trace: Any) -> None:
+        """Draw a `lab.trace(...)` result over the picture (one step at a time in presenter mode)."""
+        self.last_trace = trace
+        if self.model is None:
+            self.refresh()
+        self.steps = trace_steps(trace, self.model)
+        self.reveal = 1 if self.present else None
+        self.draw()
+
+    def request(self, url: str, source: str = "client"):
+        """Trace one request (like the "send request" button) and draw its path; returns the trace."""
+        trace = self.lab.trace(url, source=source)
+        self.show_trace(trace)
+        return trace
+
+    def clear_trace(self) -> None:
+        """Remove the drawn request path."""
+        self.steps, self.reveal, self.last_trace = [], None, None
+        self.draw()
+
+    def delete_pod(self, name: str, namespace: str = "default") -> None:
+        """Delete a pod, as the "delete pod" button does."""
+        self.pod.value = f"{namespace}/{name}"
+        self._act(self._delete)
+
+    def pods_by_state(self) -> dict[str, list[str]]:
+        """The pods in the picture grouped by state (ready, not-ready, terminating, pending …)."""
+        groups: dict[str, list[str]] = {}
+        for _, data in (self.model.nodes(data=True) if self.model is not None else []):
+            if data["kind"] == "pod":
+                groups.setdefault(data["state"], []).append(data["label"])
+        return groups
+
+    # --- drawing -------------------------------------------------------------------------------------------
+    def draw(self) -> None:
+        """Rebuild the model from the cluster and redraw the SVG and the choices in the controls."""
+        objects = read_cluster(self.lab, rule_counts=self.rule_counts)
+        self.model = build_model(objects, self.namespaces)
+        boxes = self.layout_engine.place(self.model)
+        self.svg = render_svg(self.model, boxes, steps=self.steps, reveal=self.reveal,
+                              scale=type_scale(self.present), title=self.title,
+                              width=self.layout_engine.width, height=self.layout_engine.height)
+        self.picture.value = self.svg
+        self._update_choices(objects)
+
+    def _update_choices(self, objects: dict) -> None:
+        wanted = None if self.namespaces is None else set(self.namespaces)
+        shown = [o for o in objects["pods"] if wanted is None or o["metadata"].get("namespace") in wanted]
+        pods = [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in shown]
+        sources = [f"pod/{p}" for p, o in zip(pods, shown)
+                   if (o.get("status") or {}).get("phase") == "Running" and not o["metadata"].get("deletionTimestamp")]
+        sources += [f"node/{n['metadata']['name']}" for n in objects["nodes"]] + ["client"]
+        services = [f"{s['metadata']['namespace']}/{s['metadata']['name']}" for s in objects["services"]
+                    if (wanted is None or s["metadata"].get("namespace") in wanted)
+                    and s["metadata"]["name"] != "kubernetes"]
+        cluster = getattr(self.lab.backend, "cluster", None)
+        if cluster is not None:
+            store = cluster.store
+            workloads = [f"{k.lower()}/{o['metadata']['name']}" for k in ("Deployment", "StatefulSet")
+                         for o in store.list(k) if wanted is None or o["metadata"].get("namespace") in wanted]
+        else:
+            workloads = [f"deployment/{o['metadata']['name']}" for o in self.lab.get("deployments")]
+        self._muted = True
+        try:
+            _set_options(self.pod, pods)
+            _set_options(self.source, sources)
+            _set_options(self.service, services)
+            _set_options(self.workload, workloads)
+            modes = {p.get("mode") for p in objects["proxies"].values() if p.get("running")}
+            if len(modes) == 1:
+                self.mode.value = modes.pop()
+            svc = next((s for s in objects["services"]
+                        if f"{s['metadata']['namespace']}/{s['metadata']['name']}" == self.service.value), None)
+            if svc is not None:
+                self.policy.value = svc["spec"].get("externalTrafficPolicy") or "Cluster"
+        finally:
+            self._muted = False
+
+    def static_html(self) -> str:
+        """The last picture as HTML: the SVG itself, no scripts."""
+        return f'<div class="labsupport-cluster-graph" style="overflow:auto">{self.svg}</div>'
+
+    def __repr__(self) -> str:
+        counts = {k: len(v) for k, v in self.pods_by_state().items()}
+        return f"<ClusterGraph pods={counts}>"
+
+
+def _set_options(dropdown: widgets.Dropdown, options: list[str]) -> None:
+    if list(dropdown.options) == options:
+        return
+    current = dropdown.value
+    dropdown.options = options
+    if current in options:
+        dropdown.value = current
+    elif options:
+        dropdown.value = options[0]
+
+
+__all__ = ["ClusterGraph", "CLIENT"]

@@ -1,0 +1,87 @@
+"""Small helpers the lessons call, so that cells stay short: tables, YAML, counts and self-checks.
+
+>>> rows = [{"name": "web-1", "ip": "10.244.1.2"}]
+>>> "<td>10.244.1.2</td>" in Table(rows)._repr_html_()
+True
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Iterable
+
+import yaml
+
+
+class Table:
+    """Rows of dicts shown as an HTML table (and as aligned text where HTML is not shown)."""
+
+    def __init__(self, rows: Iterable[dict], columns: list[str] | None = None):
+        self.rows = list(rows)
+        self.columns = columns or (list(self.rows[0]) if self.rows else [])
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in self.columns)
+                       + "</tr>" for r in self.rows)
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+    def __repr__(self) -> str:
+        widths = {c: max([len(c)] + [len(str(r.get(c, ""))) for r in self.rows]) for c in self.columns}
+        lines = ["  ".join(c.upper().ljust(widths[c]) for c in self.columns)]
+        lines += ["  ".join(str(r.get(c, "")).ljust(widths[c]) for c in self.columns) for r in self.rows]
+        return "\n".join(lines)
+
+
+class Yaml:
+    """An object shown as YAML, the way `kubectl get -o yaml` prints it."""
+
+    def __init__(self, obj: Any):
+        self.text = yaml.safe_dump(obj, sort_keys=False, default_flow_style=False)
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def pods(lab: Any, selector: str | None = None, namespace: str = "default") -> Table:
+    """The pods as `kubectl get pods -o wide` would list them."""
+    from labsupport.widgets.scene import pod_state
+    rows = [{"name": p["metadata"]["name"], "state": pod_state(p), "ip": p.get("status", {}).get("podIP", ""),
+             "node": p["spec"].get("nodeName", "")}
+            for p in lab.get("pods", namespace=namespace, selector=selector)]
+    return Table(rows, ["name", "state", "ip", "node"])
+
+
+def pod_ips(lab: Any, selector: str, namespace: str = "default") -> list[str]:
+    """The IPs of the pods a selector picks (pods being deleted included), sorted."""
+    return sorted(p["status"]["podIP"] for p in lab.get("pods", namespace=namespace, selector=selector)
+                  if p.get("status", {}).get("podIP"))
+
+
+def endpoints(lab: Any, service: str, namespace: str = "default") -> Table:
+    """Every endpoint in the Service's EndpointSlices with its conditions, one row each."""
+    rows = []
+    for s in lab.get("endpointslices", namespace=namespace, selector=f"kubernetes.io/service-name={service}"):
+        for e in s.get("endpoints") or []:
+            c = e.get("conditions") or {}
+            rows.append({"slice": s["metadata"]["name"], "address": ",".join(e.get("addresses") or []),
+                         "ready": c.get("ready"), "serving": c.get("serving"), "terminating": c.get("terminating"),
+                         "node": e.get("nodeName", ""), "zone": e.get("zone", ""),
+                         "pod": (e.get("targetRef") or {}).get("name", "")})
+    return Table(rows, ["slice", "address", "ready", "serving", "terminating", "node", "zone", "pod"])
+
+
+def ready_count(lab: Any, service: str, namespace: str = "default") -> int:
+    """How many ready endpoints the Service's slices list."""
+    return sum(1 for s in lab.get("endpointslices", namespace=namespace,
+                                  selector=f"kubernetes.io/service-name={service}")
+               for e in s.get("endpoints") or [] if (e.get("conditions") or {}).get("ready", True))
+
+
+def self_check(passed: bool, success: str, hint: str) -> str:
+    """A lesson's self-check: returns the success note, or raises AssertionError carrying the hint."""
+    if not passed:
+        raise AssertionError(f"not yet: {hint}")
+    return f"✓ {success}"
+
+
+__all__ = ["Table", "Yaml", "pods", "pod_ips", "endpoints", "ready_count", "self_check"]

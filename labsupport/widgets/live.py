@@ -1,0 +1,181 @@
+"""What every live view shares: it redraws from the cluster's watch (debounced), and it leaves a static picture.
+
+A view displays as the ipywidgets view plus a `text/html` copy of its picture. After each executed cell the
+copy is refreshed in place (same display id), so a saved notebook, an HTML export or nbgrader feedback shows the
+last state even without a kernel or the widget JavaScript.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+import ipywidgets as widgets
+
+from labsupport.widgets.present import presenting
+
+DEBOUNCE_SECONDS = 0.12
+
+
+def _ipython():
+    try:
+        from IPython import get_ipython
+    except ImportError:     # pragma: no cover - IPython comes with ipywidgets
+        return None
+    return get_ipython()
+
+
+def read_cluster(lab: Any, *, rule_counts: bool = True) -> dict:
+    """Nodes, pods, Services, EndpointSlices and each node's kube-proxy state, read from the lab."""
+    cluster = getattr(lab.backend, "cluster", None)
+    if cluster is not None:
+        store = cluster.store
+        objects = {"nodes": store.list("Node"), "pods": store.list("Pod"), "services": store.list("Service"),
+                   "slices": store.list("EndpointSlice")}
+        proxies = {}
+        daemons = getattr(lab.backend, "proxies", None)
+        if daemons is not None:
+            for name in list(daemons.agents):
+                running = bool(daemons.running.get(name))
+                agent = daemons.agent(name) if running else daemons.agents[name]
+                proxies[name] = {"mode": agent.mode, "running": running,
+                                 "rules": agent.rule_count if rule_counts else None}
+        objects["proxies"] = proxies
+        return objects
+    objects = {"nodes": lab.get("nodes", namespace=None), "pods": lab.get("pods", namespace=None),
+               "services": lab.get("services", namespace=None), "slices": lab.get("endpointslices", namespace=None)}
+    mode = lab.proxy_mode
+    objects["proxies"] = {n["metadata"]["name"]: {"mode": mode, "running": True, "rules": None}
+                          for n in objects["nodes"]}
+    return objects
+
+
+class LiveView(widgets.VBox):
+    """A VBox that redraws itself when the cluster changes and displays with a static HTML fallback."""
+
+    #: Kinds whose watch events make this view redraw.
+    watched_kinds: frozenset = frozenset({"Pod", "Node", "Service", "EndpointSlice", "ConfigMap"})
+
+    def __init__(self, lab: Any, *, present: bool | None = None, live: bool = True, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.lab = lab
+        self.present = presenting() if present is None else bool(present)
+        self.debounce = DEBOUNCE_SECONDS
+        self.last_update_seconds = 0.0
+        self._version = 0
+        self._drawn = -1
+        self._published = -1
+        self._timer: threading.Timer | None = None
+        self._timer_lock = threading.Lock()
+        self._display_ids: list[str] = []
+        self._unsubscribe: Callable[[], None] | None = None
+        self._hooked = False
+        if live:
+            cluster = getattr(getattr(lab, "backend", None), "cluster", None)
+            if cluster is not None:
+                self._unsubscribe = cluster.store.subscribe(self._on_event)
+            shell = _ipython()
+            if shell is not None:
+                shell.events.register("post_execute", self._after_cell)
+                self._hooked = True
+
+    # --- what a subclass provides ------------------------------------------------------------------------------
+    def draw(self) -> None:
+        """Redraw the widget's picture from the current cluster state."""
+        raise NotImplementedError
+
+    def static_html(self) -> str:
+        """The current picture as standalone HTML (inline SVG or a table)."""
+        raise NotImplementedError
+
+    # --- updates -------------------------------------------------------------------------------------------
+    def _on_event(self, event: Any) -> None:
+        if event.kind not in self.watched_kinds:
+            return
+        self._version += 1
+        with self._timer_lock:
+            if self._timer is None:
+                self._timer = threading.Timer(self.debounce, self._flush)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _flush(self) -> None:
+        with self._timer_lock:
+            self._timer = None
+        if self._closed_lab():
+            return
+        try:
+            self.refresh()
+        except Exception as exc:            # a background redraw must never kill the kernel's thread
+            self._report(f"redraw failed: {exc}")
+
+    def _closed_lab(self) -> bool:
+        return bool(getattr(self.lab, "_closed", False))
+
+    def refresh(self) -> float:
+        """Redraw now (under the cluster's lock); returns how long it took, in seconds."""
+        start = time.perf_counter()
+        version = self._version
+        cluster = getattr(getattr(self.lab, "backend", None), "cluster", None)
+        if cluster is not None:
+            with cluster.lock:
+                self.draw()
+        else:
+            self.draw()
+        self._drawn = version
+        self.last_update_seconds = time.perf_counter() - start
+        return self.last_update_seconds
+
+    def _report(self, message: str) -> None:
+        """Show a one-line message under the view (subclasses put it somewhere visible)."""
+
+    def _after_cell(self, *args: Any) -> None:
+        if self._closed_lab():
+            return
+        if self._drawn != self._version:
+            self.refresh()
+        if self._display_ids and self._published != self._drawn:
+            from IPython.display import update_display
+            bundle = self._repr_mimebundle_()
+            for display_id in self._display_ids:
+                update_display(bundle, raw=True, display_id=display_id)
+            self._published = self._drawn
+
+    # --- display -------------------------------------------------------------------------------------------
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        """The widget view plus a static `text/html` picture for places without a kernel."""
+        bundle = super()._repr_mimebundle_(include=include, exclude=exclude) or {}
+        if isinstance(bundle, tuple):
+            bundle = bundle[0]
+        bundle = dict(bundle)
+        bundle["text/html"] = self.static_html()
+        bundle.setdefault("text/plain", repr(self))
+        return bundle
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+        if self._drawn != self._version:
+            self.refresh()
+        handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
+        if handle is not None:
+            self._display_ids.append(handle.display_id)
+        self._published = self._drawn
+
+    def close(self) -> None:
+        """Stop following the cluster and close the widget."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._hooked:
+            shell = _ipython()
+            if shell is not None:
+                try:
+                    shell.events.unregister("post_execute", self._after_cell)
+                except ValueError:
+                    pass
+            self._hooked = False
+        with self._timer_lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        super().close()

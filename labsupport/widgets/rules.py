@@ -1,0 +1,172 @@
+"""RulesView and ConntrackView: a node's kube-proxy rules with the matched ones lit, and its conntrack table."""
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import ipywidgets as widgets
+
+from labsupport.widgets.live import LiveView
+from labsupport.widgets.present import type_scale
+
+HIT_STYLE = "background:#fce4ec;border-left:4px solid #d81b60;font-weight:bold"
+_CT = re.compile(r"^(\w+)\s+(\d+)\s+(\d+)\s+(?:(\w+)\s+)?src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+) "
+                 r"src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+)")
+
+
+def matched_lines(rules: str, hits: list) -> set[int]:
+    """Indexes of the lines of `rules` that are the rules a trace matched (iptables, nftables or IPVS text)."""
+    wanted = set()
+    for hit in hits:
+        wanted.add(hit.rule.strip())
+        wanted.add(f"add rule {hit.table} {hit.chain} {hit.rule}".strip())
+    return {i for i, line in enumerate(rules.splitlines()) if line.strip() in wanted}
+
+
+def _node_names(lab: Any) -> list[str]:
+    return [n["metadata"]["name"] for n in lab.get("nodes")]
+
+
+def _default_node(lab: Any) -> str:
+    names = _node_names(lab)
+    workers = [n for n in names if "control-plane" not in n]
+    return (workers or names)[0]
+
+
+class RulesView(LiveView):
+    """A node's kube-proxy rules as the node prints them; the rules a traced request matched are highlighted."""
+
+    watched_kinds = frozenset({"Service", "EndpointSlice", "Pod", "ConfigMap"})
+
+    def __init__(self, lab: Any, node: str | None = None, *, trace: Any = None, grep: str = "",
+                 only_matched: bool = False, max_lines: int = 400, present: bool | None = None,
+                 live: bool = True):
+        super().__init__(lab, present=present, live=live)
+        self.max_lines = max_lines
+        self.trace = trace
+        self.node = widgets.Dropdown(options=_node_names(lab), value=node or _default_node(lab),
+                                     description="node")
+        self.grep = widgets.Text(value=grep, description="grep", placeholder="e.g. default/web")
+        self.only = widgets.Checkbox(value=only_matched, description="only matched rules", indent=False)
+        self.text = widgets.HTML()
+        self.html = ""
+        for control in (self.node, self.grep, self.only):
+            control.observe(lambda _: self.refresh(), names="value")
+        self.children = [widgets.HBox([self.node, self.grep, self.only]), self.text]
+        self.refresh()
+
+    def highlight(self, trace: Any) -> None:
+        """Light up the rules this `lab.trace(...)` matched on the chosen node."""
+        self.trace = trace
+        self.refresh()
+
+    def hits(self) -> list:
+        """The rules the trace matched on the chosen node."""
+        if self.trace is None:
+            return []
+        return [hit for hop in self.trace.hops if hop.where == self.node.value for hit in hop.rules]
+
+    def draw(self) -> None:
+        """Read the node's rules and render them."""
+        rules = self.lab.proxy_rules(self.node.value)
+        lines = rules.splitlines()
+        lit = matched_lines(rules, self.hits())
+        pattern = self.grep.value.strip()
+        rows, shown = [], 0
+        for i, line in enumerate(lines):
+            if self.only.value and i not in lit:
+                continue
+            if pattern and pattern not in line and i not in lit:
+                continue
+            shown += 1
+            if shown > self.max_lines:
+                rows.append(f"<div>… {len(lines) - i} more lines (narrow them with grep)</div>")
+                break
+            style = f' style="{HIT_STYLE}"' if i in lit else ""
+            klass = ' class="rule matched"' if i in lit else ' class="rule"'
+            rows.append(f"<div{klass}{style}>{html.escape(line) or '&nbsp;'}</div>")
+        size = 12 * type_scale(self.present)
+        mode = self.lab.proxy_mode
+        head = (f"<div style='margin:4px 0'><b>{html.escape(self.node.value)}</b> — kube-proxy mode "
+                f"<code>{mode}</code>, {len(lines)} lines, {len(lit)} matched by the traced request</div>")
+        self.html = (f"<div class='labsupport-rules'>{head}<div style=\"font-family:monospace;font-size:{size:.0f}px;"
+                     f"white-space:pre;max-height:420px;overflow:auto;border:1px solid #ddd;padding:4px\">"
+                     + "".join(rows) + "</div></div>")
+        self.text.value = self.html
+
+    def static_html(self) -> str:
+        """The rendered rules as HTML."""
+        return self.html
+
+    def __repr__(self) -> str:
+        return f"<RulesView node={self.node.value!r}>"
+
+
+def parse_conntrack(line: str) -> dict | None:
+    """One `conntrack -L` line as a dict: proto, timeout, original and reply tuples, and the NAT they imply."""
+    m = _CT.match(line)
+    if not m:
+        return None
+    proto, _, timeout, state, src, dst, sport, dport, rsrc, rdst, rsport, rdport = m.groups()
+    nat = []
+    if (rsrc, rsport) != (dst, dport):
+        nat.append(f"DNAT {dst}:{dport} → {rsrc}:{rsport}")
+    if (rdst, rdport) != (src, sport):
+        nat.append(f"SNAT {src}:{sport} → {rdst}:{rdport}")
+    return {"proto": proto, "timeout": int(timeout), "state": state or "", "original": f"{src}:{sport} → {dst}:{dport}",
+            "reply": f"{rsrc}:{rsport} → {rdst}:{rdport}", "nat": "; ".join(nat)}
+
+
+class ConntrackView(LiveView):
+    """The conntrack entries of a node (or of every node), with the NAT each connection carries."""
+
+    watched_kinds = frozenset({"Service", "EndpointSlice", "Pod"})
+
+    def __init__(self, lab: Any, node: str | None = None, *, present: bool | None = None, live: bool = True):
+        super().__init__(lab, present=present, live=live)
+        self.node = widgets.Dropdown(options=["all nodes"] + _node_names(lab), value=node or "all nodes",
+                                     description="node")
+        self.refresh_button = widgets.Button(description="refresh")
+        self.refresh_button.on_click(lambda _: self.refresh())
+        self.node.observe(lambda _: self.refresh(), names="value")
+        self.table = widgets.HTML()
+        self.html = ""
+        self.children = [widgets.HBox([self.node, self.refresh_button]), self.table]
+        self.refresh()
+
+    def entries(self) -> list[tuple[str, dict]]:
+        """(node, parsed entry) for every live conntrack entry shown."""
+        nodes = _node_names(self.lab) if self.node.value == "all nodes" else [self.node.value]
+        out = []
+        for name in nodes:
+            for line in self.lab.conntrack(name):
+                parsed = parse_conntrack(line)
+                if parsed is not None:
+                    out.append((name, parsed))
+        return out
+
+    def draw(self) -> None:
+        """Read the tables and render them."""
+        rows = []
+        for node, e in self.entries():
+            nat = html.escape(e["nat"]) or "—"
+            rows.append(f"<tr><td>{html.escape(node)}</td><td>{e['proto']}</td><td>{e['timeout']}</td>"
+                        f"<td>{e['state']}</td><td>{html.escape(e['original'])}</td><td>{html.escape(e['reply'])}</td>"
+                        f"<td>{nat}</td></tr>")
+        size = 12 * type_scale(self.present)
+        body = "".join(rows) or "<tr><td colspan='7'><i>no tracked connections</i></td></tr>"
+        self.html = (f"<table class='labsupport-conntrack' style='font-family:monospace;font-size:{size:.0f}px'>"
+                     "<tr><th>node</th><th>proto</th><th>ttl s</th><th>state</th><th>original</th>"
+                     f"<th>reply</th><th>NAT</th></tr>{body}</table>")
+        self.table.value = self.html
+
+    def static_html(self) -> str:
+        """The table as HTML."""
+        return self.html
+
+    def __repr__(self) -> str:
+        return f"<ConntrackView node={self.node.value!r}>"
+
+
+__all__ = ["RulesView", "ConntrackView", "matched_lines", "parse_conntrack"]
