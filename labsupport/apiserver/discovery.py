@@ -1,0 +1,151 @@
+"""Discovery documents: aggregated (apidiscovery.k8s.io/v2), legacy (/api, /apis, APIResourceList) and OpenAPI."""
+from __future__ import annotations
+
+from labsupport.model.kinds import KINDS, KindInfo
+
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
+                     "log": ("get",), "exec": ("create", "get"), "attach": ("create", "get")}
+SUBRESOURCE_KINDS = {"scale": ("autoscaling", "v1", "Scale"), "log": ("", "v1", "Pod"),
+                     "exec": ("", "v1", "PodExecOptions"), "attach": ("", "v1", "PodAttachOptions")}
+
+
+def groups() -> list[tuple[str, str]]:
+    """(group, version) pairs served, the core group first."""
+    out: list[tuple[str, str]] = []
+    for info in KINDS:
+        if (info.group, info.version) not in out:
+            out.append((info.group, info.version))
+    return out
+
+
+def _kinds_of(group: str, version: str) -> list[KindInfo]:
+    return [k for k in KINDS if k.group == group and k.version == version]
+
+
+def version_info(git_version: str) -> dict:
+    """The /version document."""
+    major, minor = git_version.lstrip("v").split(".")[:2]
+    return {"major": major, "minor": minor, "emulationMajor": major, "emulationMinor": minor,
+            "minCompatibilityMajor": major, "minCompatibilityMinor": str(max(int(minor) - 1, 0)),
+            "gitVersion": git_version, "gitCommit": "0" * 40, "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.0", "compiler": "gc",
+            "platform": "linux/amd64"}
+
+
+def _discovery_resource(info: KindInfo) -> dict:
+    res = {"resource": info.plural,
+           "responseKind": {"group": info.group, "version": info.version, "kind": info.kind},
+           "scope": "Namespaced" if info.namespaced else "Cluster", "singularResource": info.singular,
+           "verbs": list(info.verbs)}
+    if info.short_names:
+        res["shortNames"] = list(info.short_names)
+    if info.categories:
+        res["categories"] = list(info.categories)
+    subs = []
+    for sub in info.subresources:
+        group, version, kind = SUBRESOURCE_KINDS.get(sub, (info.group, info.version, info.kind))
+        subs.append({"subresource": sub, "responseKind": {"group": group, "version": version, "kind": kind},
+                     "verbs": list(SUBRESOURCE_VERBS.get(sub, ("get",)))})
+    if subs:
+        res["subresources"] = subs
+    return res
+
+
+def aggregated(core: bool) -> dict:
+    """The aggregated discovery document for /api (core) or /apis (named groups)."""
+    items = []
+    for group, version in groups():
+        if (group == "") != core:
+            continue
+        items.append({"metadata": {"name": group, "creationTimestamp": None},
+                      "versions": [{"version": version, "freshness": "Current",
+                                    "resources": [_discovery_resource(k) for k in _kinds_of(group, version)]}]})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
+            "items": items}
+
+
+def api_versions() -> dict:
+    """Legacy /api."""
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}
+
+
+def api_group_list() -> dict:
+    """Legacy /apis."""
+    out = []
+    for group, version in groups():
+        if group:
+            gv = {"groupVersion": f"{group}/{version}", "version": version}
+            out.append({"name": group, "versions": [gv], "preferredVersion": gv})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": out}
+
+
+def api_group(group: str) -> dict | None:
+    """Legacy /apis/<group>."""
+    for g, version in groups():
+        if g == group and g:
+            gv = {"groupVersion": f"{group}/{version}", "version": version}
+            return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv], "preferredVersion": gv}
+    return None
+
+
+def resource_list(group: str, version: str) -> dict | None:
+    """Legacy /api/v1 or /apis/<group>/<version>."""
+    kinds = _kinds_of(group, version)
+    if not kinds:
+        return None
+    resources = []
+    for info in kinds:
+        res = {"name": info.plural, "singularName": info.singular, "namespaced": info.namespaced,
+               "kind": info.kind, "verbs": list(info.verbs)}
+        if info.short_names:
+            res["shortNames"] = list(info.short_names)
+        if info.categories:
+            res["categories"] = list(info.categories)
+        resources.append(res)
+        for sub in info.subresources:
+            g, v, kind = SUBRESOURCE_KINDS.get(sub, (info.group, info.version, info.kind))
+            entry = {"name": f"{info.plural}/{sub}", "singularName": "", "namespaced": info.namespaced,
+                     "kind": kind, "verbs": list(SUBRESOURCE_VERBS.get(sub, ("get",)))}
+            if g != group:
+                entry["group"], entry["version"] = g, v
+            resources.append(entry)
+    gv = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
+
+
+def openapi_v3_root(base: str = "") -> dict:
+    """/openapi/v3: where each group-version's document lives."""
+    paths = {}
+    for group, version in groups():
+        key = f"apis/{group}/{version}" if group else f"api/{version}"
+        paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={_hash(key)}"}
+    return {"paths": paths}
+
+
+def _hash(key: str) -> str:
+    import hashlib
+    return hashlib.sha256(key.encode()).hexdigest()[:32].upper()
+
+
+def openapi_v3_document(group: str, version: str) -> dict | None:
+    """A small OpenAPI v3 document for one group-version: paths that accept fieldValidation and dryRun."""
+    kinds = _kinds_of(group, version)
+    if not kinds:
+        return None
+    prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    paths = {}
+    for info in kinds:
+        gvk = [{"group": info.group, "version": info.version, "kind": info.kind}]
+        params = [{"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+                  for n in ("dryRun", "fieldManager", "fieldValidation")]
+        op = {"parameters": params, "x-kubernetes-group-version-kind": gvk[0], "responses": {}}
+        base = f"{prefix}/namespaces/{{namespace}}/{info.plural}" if info.namespaced else f"{prefix}/{info.plural}"
+        paths[base] = {"post": dict(op, operationId=f"create{info.kind}", **{"x-kubernetes-action": "post"})}
+        paths[base + "/{name}"] = {
+            "put": dict(op, operationId=f"replace{info.kind}", **{"x-kubernetes-action": "put"}),
+            "patch": dict(op, operationId=f"patch{info.kind}", **{"x-kubernetes-action": "patch"}),
+        }
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.35.0"}, "paths": paths,
+            "components": {"schemas": {}}}
