@@ -217,9 +217,15 @@ class Kubelet:
                                                   lambda: self._probe(uid, container, kind), kind))
 
     last_probe_error = ""
+    #: A real data plane's prober: called first with (pod, rt, app, probe); True/False decides, None falls through.
+    probe_hook = None
 
     def run_probe(self, pod: dict, rt: PodRuntime, app: App, probe: dict) -> bool:
         """Evaluate one probe against what the container really serves."""
+        if self.probe_hook is not None:
+            verdict = self.probe_hook(pod, rt, app, probe)
+            if verdict is not None:
+                return verdict
         if "exec" in probe:
             result = app.exec(probe["exec"].get("command") or [])
             self.last_probe_error = (result.stdout + result.stderr).strip()
@@ -355,7 +361,34 @@ class Kubelet:
         if not rt.apps:
             self.cluster.finalize_pod(pod)
             return
+        for c in pod["spec"]["containers"]:
+            self._pre_stop(pod, rt, c)
+        # The lab's apps drain like a server with graceful shutdown: they keep serving until the grace period
+        # ends, so the terminating endpoint stays visible (serving, not ready) for the whole period.
         rt.timers.append(self.cluster.clock.after(grace, lambda: self._killed(rt.uid), "killed"))
+
+    def _pre_stop(self, pod: dict, rt: PodRuntime, container: dict) -> None:
+        """Run a container's preStop hook (exec or httpGet) and report a failure as upstream does."""
+        hook = (container.get("lifecycle") or {}).get("preStop") or {}
+        app = rt.apps.get(container["name"])
+        if not hook or app is None:
+            return
+        if "exec" in hook:
+            result = app.exec(hook["exec"].get("command") or [])
+            if result.code != 0:
+                self.cluster.record_event(pod, "Warning", "FailedPreStopHook",
+                                          f"PreStopHook failed: command {hook['exec'].get('command')!r} exited with "
+                                          f"{result.code}: {(result.stdout + result.stderr).strip()}",
+                                          source="kubelet")
+        elif "httpGet" in hook:
+            port = self.resolve_port(pod, hook["httpGet"].get("port"))
+            resp = app.http("GET", hook["httpGet"].get("path", "/"), (rt.ip or "", 40001), port or 0) \
+                if port else None
+            if resp is None or resp.status >= 400:
+                self.cluster.record_event(pod, "Warning", "FailedPreStopHook",
+                                          f"PreStopHook failed: HTTP lifecycle hook ({hook['httpGet'].get('path', '/')}) "
+                                          f"for Container \"{container['name']}\" in Pod \"{pod['metadata']['name']}\" "
+                                          "failed", source="kubelet")
 
     def _killed(self, uid: str) -> None:
         rt = self.pods.get(uid)

@@ -483,3 +483,27 @@ def test_cluster_without_system_pods_is_fast_and_quiet():
     from labsupport.control.cluster import ClusterConfig
     c = Cluster(ClusterConfig(system_pods=False))
     assert c.list("pods", None) == []
+
+
+def test_pre_stop_hook_runs_and_a_failure_is_reported(lab):
+    lab.apply("""
+apiVersion: v1
+kind: Pod
+metadata: {name: hooked}
+spec:
+  terminationGracePeriodSeconds: 120
+  containers:
+  - name: nginx
+    image: nginx:1.27
+    lifecycle: {preStop: {exec: {command: [cat, /no/such/file]}}}
+""")
+    lab.wait(lambda l: l.get("pod", "hooked")["status"]["phase"] == "Running")
+    lab.delete("pod", "hooked")
+    assert lab.get("pod", "hooked")["metadata"]["deletionGracePeriodSeconds"] == 120
+    events = [e["message"] for e in lab.get("events") if e["reason"] == "FailedPreStopHook"]
+    assert events and "No such file or directory" in events[0]
+    lab.advance(119)
+    assert lab.get("pod", "hooked")
+    lab.advance(2)
+    with pytest.raises(NotFound):
+        lab.get("pod", "hooked")
