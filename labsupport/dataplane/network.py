@@ -160,9 +160,10 @@ class KeepAlive:
         self.network = network
         self.url = url
         self.source = source
-        self.first: CurlResult = network.curl(url, source, keep_open=True)
-        self._state = network._open.get(id(self.first))
+        self.first, self._state = network.request(url, source)
         self.closed = not self.first.ok
+        if self.closed:
+            network.finish(self._state)
 
     @property
     def pod(self) -> str | None:
@@ -171,14 +172,17 @@ class KeepAlive:
 
     def request(self, path: str | None = None) -> CurlResult:
         """Send one more request on this connection."""
-        if self.closed or self._state is None:
+        if self.closed:
             raise BadRequest("this connection is closed; open a new one with lab.connect()")
-        return self.network._reuse(self._state, path or urlsplit(self.url).path or "/", self.url, self.source)
+        result = self.network.reuse(self._state, path or urlsplit(self.url).path or "/", self.url, self.source)
+        if not result.ok:
+            self.close()
+        return result
 
     def close(self) -> None:
-        """Close the connection (its conntrack entry goes)."""
-        if not self.closed and self._state is not None:
-            self.network._close(self._state)
+        """Close the connection (its conntrack entries go)."""
+        if not self.closed:
+            self.network.finish(self._state)
         self.closed = True
 
     def __repr__(self) -> str:
@@ -194,7 +198,6 @@ class SimNetwork:
         self.rng = random.Random(seed * 31 + 7)
         self.datapaths: dict[str, NodeDatapath] = {}
         self._ports: dict[str, int] = {}
-        self._open: dict[int, dict] = {}
         proxies.listeners.append(self._on_rules)
         for name, agent in proxies.agents.items():
             self._on_rules(name, agent, None)
@@ -292,7 +295,8 @@ class SimNetwork:
 
     def _dns_reachable(self, origin: Origin) -> str | None:
         """Send one query to the cluster DNS Service through the data plane; None when it reaches CoreDNS."""
-        probe = self._connect(origin, DNS_IP, 53, "udp", trace=False)
+        probe = self._connect(origin, DNS_IP, 53, "udp")
+        self.finish(probe)
         if probe.get("error"):
             return probe["error_kind"]
         pod = probe.get("pod")
@@ -324,9 +328,14 @@ class SimNetwork:
         return Origin("pod", str(net.broadcast_address - 1), node["metadata"]["name"], False, "default")
 
     # --- HTTP ----------------------------------------------------------------------------------------------
-    def curl(self, url: str, source: str = "client", *, keep_open: bool = False, headers: dict | None = None,
-             trace: bool = False) -> CurlResult:
-        """One HTTP request from `source`; failures are results."""
+    def curl(self, url: str, source: str = "client", *, headers: dict | None = None) -> CurlResult:
+        """One HTTP request from `source` on a new connection, closed afterwards; failures are results."""
+        result, state = self.request(url, source, headers)
+        self.finish(state)
+        return result
+
+    def request(self, url: str, source: str, headers: dict | None = None) -> tuple[CurlResult, dict]:
+        """Open a connection and send one request; the connection stays tracked until `finish(state)`."""
         origin = self.origin(source)
         target = url if "://" in url else f"http://{url}"
         parts = urlsplit(target)
@@ -340,20 +349,15 @@ class SimNetwork:
         ip = self._resolve_host(origin, host)
         if ip is None:
             result.error, result.exit_code = f"curl: (6) Could not resolve host: {host}", 6
-            return result
-        state = self._connect(origin, ip, port, "tcp", trace=True)
+            return result, {}
+        state = self._connect(origin, ip, port, "tcp")
         result.hops = state["hops"]
         if state.get("error"):
-            result.error, result.exit_code = self._curl_error(state["error_kind"], ip, port), \
-                {"refused": 7, "timeout": 28}.get(state["error_kind"], 7)
-            self._finish(state, keep=False)
-            return result
+            result.error = self._curl_error(state["error_kind"], ip, port)
+            result.exit_code = {"refused": 7, "timeout": 28}.get(state["error_kind"], 7)
+            return result, state
         self._answer(state, result, path, host if parts.port is None else f"{host}:{port}", headers)
-        if keep_open and result.ok:
-            self._open[id(result)] = state
-        else:
-            self._finish(state, keep=False)
-        return result
+        return result, state
 
     def connect(self, url: str, source: str = "client") -> KeepAlive:
         """A keep-alive connection."""
@@ -361,7 +365,7 @@ class SimNetwork:
 
     def trace(self, url: str, source: str = "client") -> Trace:
         """Trace one new connection."""
-        return Trace(url, source, self.curl(url, source, trace=True))
+        return Trace(url, source, self.curl(url, source))
 
     def _resolve_host(self, origin: Origin, host: str) -> str | None:
         try:
@@ -392,7 +396,7 @@ class SimNetwork:
         return f"curl: (7) Failed to connect to {ip} port {port} after 0 ms: Couldn't connect to server"
 
     # --- the path ------------------------------------------------------------------------------------------
-    def _connect(self, origin: Origin, dst: str, dport: int, proto: str, trace: bool) -> dict:
+    def _connect(self, origin: Origin, dst: str, dport: int, proto: str) -> dict:
         """Route one new connection; returns a state dict with the hops, the pod reached, or the error."""
         now = self.cluster.clock.now
         sport = self._sport(origin.ip)
@@ -553,32 +557,24 @@ class SimNetwork:
             return
         result.status, result.body = response.status, response.body
 
-    def _reuse(self, state: dict, path: str, url: str, source: str) -> CurlResult:
+    def reuse(self, state: dict, path: str, url: str, source: str) -> CurlResult:
+        """Send another request on an open connection: conntrack keeps it on the pod it first reached."""
         result = CurlResult(url=url, source=source)
         pod = state["pod"]
         current = self.cluster.store.find("Pod", pod["metadata"]["namespace"], pod["metadata"]["name"])
         if current is None or current["metadata"]["uid"] != pod["metadata"]["uid"]:
             result.error, result.exit_code = "curl: (56) Recv failure: Connection reset by peer", 56
-            self._close(state)
             return result
-        now = self.cluster.clock.now
-        for dp, src, sport, dst, dport, proto in state["tracked"][:1]:
-            conn = dp.connect(src, sport, dst, dport, proto, now=now)
-            result.hops = [Hop(state["tracked"][0][0] and state["origin"].node or "client",
-                               f"existing connection (conntrack): {conn.verdict}", list(conn.hits), [])]
+        dp, src, sport, dst, dport, proto = state["tracked"][0]
+        conn = dp.connect(src, sport, dst, dport, proto, now=self.cluster.clock.now)
+        result.hops = [Hop(state["origin"].node or "client", f"existing connection (conntrack): {conn.verdict}",
+                           list(conn.hits), [])]
         self._answer(state, result, path, urlsplit(url if "://" in url else "http://" + url).netloc, None)
         return result
 
-    def _close(self, state: dict) -> None:
-        self._finish(state, keep=False)
-        for key, value in list(self._open.items()):
-            if value is state:
-                del self._open[key]
-
     @staticmethod
-    def _finish(state: dict, keep: bool) -> None:
-        if keep:
-            return
+    def finish(state: dict) -> None:
+        """Close a connection: its conntrack entries go."""
         for dp, src, sport, dst, dport, proto in state.get("tracked", []):
             dp.close(src, sport, dst, dport, proto)
 
