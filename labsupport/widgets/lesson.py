@@ -7,6 +7,7 @@ True
 from __future__ import annotations
 
 import html
+from collections import Counter
 from typing import Any, Iterable
 
 import yaml
@@ -70,6 +71,36 @@ def endpoints(lab: Any, service: str, namespace: str = "default") -> Table:
     return Table(rows, ["slice", "address", "ready", "serving", "terminating", "node", "zone", "pod"])
 
 
+def nodes(lab: Any) -> Table:
+    """The nodes with their role, zone, InternalIP and pod CIDR."""
+    from labsupport.widgets.scene import CONTROL_PLANE_LABEL, ZONE_LABEL, node_ip
+    rows = [{"name": n["metadata"]["name"],
+             "role": "control-plane" if CONTROL_PLANE_LABEL in n["metadata"].get("labels", {}) else "worker",
+             "zone": n["metadata"].get("labels", {}).get(ZONE_LABEL, ""), "ip": node_ip(n),
+             "podCIDR": n.get("spec", {}).get("podCIDR", "")} for n in lab.get("nodes")]
+    return Table(rows, ["name", "role", "zone", "ip", "podCIDR"])
+
+
+def spread(lab: Any, url: str, source: str = "client", requests: int = 60, by: str = "pod") -> Counter:
+    """Send `requests` new connections and count who answered: by "pod", "node", "zone" or "client_ip"."""
+    zones = {n["metadata"]["name"]: n["metadata"].get("labels", {}).get("topology.kubernetes.io/zone", "")
+             for n in lab.get("nodes")}
+    counts: Counter = Counter()
+    for _ in range(requests):
+        r = lab.curl(url, source=source)
+        if not r.ok:
+            counts["(" + (r.error or "no answer").split(":")[0] + " error)"] += 1
+        elif by == "node":
+            counts[r.node] += 1
+        elif by == "zone":
+            counts[zones.get(r.node, "")] += 1
+        elif by == "client_ip":
+            counts[r.client_ip] += 1
+        else:
+            counts[r.pod] += 1
+    return counts
+
+
 def ready_count(lab: Any, service: str, namespace: str = "default") -> int:
     """How many ready endpoints the Service's slices list."""
     return sum(1 for s in lab.get("endpointslices", namespace=namespace,
@@ -84,4 +115,4 @@ def self_check(passed: bool, success: str, hint: str) -> str:
     return f"✓ {success}"
 
 
-__all__ = ["Table", "Yaml", "pods", "pod_ips", "endpoints", "ready_count", "self_check"]
+__all__ = ["Table", "Yaml", "nodes", "spread", "pods", "pod_ips", "endpoints", "ready_count", "self_check"]

@@ -1,8 +1,9 @@
 """What every live view shares: it redraws from the cluster's watch (debounced), and it leaves a static picture.
 
 A view displays as the ipywidgets view plus a `text/html` copy of its picture. After each executed cell the
-copy is refreshed in place (same display id), so a saved notebook, an HTML export or nbgrader feedback shows the
-last state even without a kernel or the widget JavaScript.
+copy is refreshed in place (same display id), so a saved notebook shows the last state even without a kernel or
+the widget JavaScript. Once its lab is closed, the view freezes: its displays keep only the static picture and the
+widget closes, so HTML exports and nbgrader feedback (which prefer a live widget when one is saved) show it too.
 """
 from __future__ import annotations
 
@@ -131,6 +132,7 @@ class LiveView(widgets.VBox):
 
     def _after_cell(self, *args: Any) -> None:
         if self._closed_lab():
+            self.freeze()
             return
         if self._drawn != self._version:
             self.refresh()
@@ -160,6 +162,16 @@ class LiveView(widgets.VBox):
         if handle is not None:
             self._display_ids.append(handle.display_id)
         self._published = self._drawn
+
+    def freeze(self) -> None:
+        """Replace every display of this view by its static picture and close the widget (the lab is gone)."""
+        if self._display_ids:
+            from IPython.display import update_display
+            bundle = {"text/html": self.static_html(), "text/plain": repr(self)}
+            for display_id in self._display_ids:
+                update_display(bundle, raw=True, display_id=display_id)
+            self._display_ids = []
+        self.close()
 
     def close(self) -> None:
         """Stop following the cluster and close the widget."""
