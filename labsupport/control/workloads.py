@@ -73,9 +73,12 @@ def scaled_value(value, total: int, round_up: bool) -> int:
 
 
 class Controller:
-    """A level-triggered controller: watch events mark keys dirty, `sync` reconciles each dirty key once."""
+    """A level-triggered controller: watch events mark keys dirty, `sync` reconciles each dirty key once.
+
+    Events of `kinds` mark that object dirty; events of `owned` kinds mark their owner of `kinds[0]` dirty."""
 
     kinds: tuple[str, ...] = ()
+    owned: tuple[str, ...] = ()
 
     def __init__(self, cluster: "Cluster"):
         self.cluster = cluster
@@ -86,6 +89,11 @@ class Controller:
     def _on_event(self, event) -> None:
         if event.kind in self.kinds:
             self.dirty.add((event.object["metadata"].get("namespace", ""), event.object["metadata"]["name"]))
+        elif event.kind in self.owned:
+            for obj in (event.object, event.old):
+                for ref in (obj or {}).get("metadata", {}).get("ownerReferences") or []:
+                    if ref.get("kind") == self.kinds[0]:
+                        self.dirty.add((obj["metadata"]["namespace"], ref["name"]))
 
     def sync(self) -> bool:
         """Reconcile every dirty key; returns whether there was work."""
@@ -135,25 +143,17 @@ class ReplicaSetController(Controller):
     """Keeps `replicas` pods of a ReplicaSet alive and reports their readiness."""
 
     kinds = ("ReplicaSet",)
+    owned = ("Pod",)
 
-    def __init__(self, cluster, owned: OwnedPods):
+    def __init__(self, cluster, pods: OwnedPods):
         super().__init__(cluster)
-        self.owned = owned
-
-    def _on_event(self, event) -> None:
-        super()._on_event(event)
-        if event.kind == "Pod":
-            for obj in (event.object, event.old):
-                if obj is not None and controller_uid(obj):
-                    ref = next(r for r in obj["metadata"]["ownerReferences"] if r.get("controller"))
-                    if ref.get("kind") == "ReplicaSet":
-                        self.dirty.add((obj["metadata"]["namespace"], ref["name"]))
+        self.pods = pods
 
     def reconcile(self, namespace: str, name: str) -> None:
         rs = self.store.find("ReplicaSet", namespace, name)
         if rs is None or rs["metadata"].get("deletionTimestamp"):
             return
-        active = [p for p in self.owned.pods(rs["metadata"]["uid"]) if pod_active(p)]
+        active = [p for p in self.pods.pods(rs["metadata"]["uid"]) if pod_active(p)]
         want = rs["spec"].get("replicas", 1)
         ready = sum(1 for p in active if pod_ready(p))
         count = len(active)
@@ -191,14 +191,7 @@ class DeploymentController(Controller):
     Recreate strategies."""
 
     kinds = ("Deployment",)
-
-    def _on_event(self, event) -> None:
-        super()._on_event(event)
-        if event.kind == "ReplicaSet":
-            for obj in (event.object, event.old):
-                for ref in (obj or {}).get("metadata", {}).get("ownerReferences") or []:
-                    if ref.get("kind") == "Deployment":
-                        self.dirty.add((obj["metadata"]["namespace"], ref["name"]))
+    owned = ("ReplicaSet",)
 
     def owned_sets(self, dep: dict) -> list[dict]:
         """The ReplicaSets this Deployment controls, oldest first."""
@@ -385,18 +378,11 @@ class StatefulSetController(Controller):
     """Pods `<name>-0 … <name>-N-1` with stable names, hostname/subdomain for DNS, created in order."""
 
     kinds = ("StatefulSet",)
+    owned = ("Pod",)
 
-    def __init__(self, cluster, owned: OwnedPods):
+    def __init__(self, cluster, pods: OwnedPods):
         super().__init__(cluster)
-        self.owned = owned
-
-    def _on_event(self, event) -> None:
-        super()._on_event(event)
-        if event.kind == "Pod":
-            for obj in (event.object, event.old):
-                for ref in (obj or {}).get("metadata", {}).get("ownerReferences") or []:
-                    if ref.get("kind") == "StatefulSet":
-                        self.dirty.add((obj["metadata"]["namespace"], ref["name"]))
+        self.pods = pods
 
     def reconcile(self, namespace: str, name: str) -> None:
         sts = self.store.find("StatefulSet", namespace, name)
@@ -404,7 +390,7 @@ class StatefulSetController(Controller):
             return
         want = sts["spec"].get("replicas", 1)
         revision = f"{name}-{template_hash(sts['spec']['template'])}"
-        pods = {p["metadata"]["name"]: p for p in self.owned.pods(sts["metadata"]["uid"])}
+        pods = {p["metadata"]["name"]: p for p in self.pods.pods(sts["metadata"]["uid"])}
         ordered = sts["spec"].get("podManagementPolicy", "OrderedReady") == "OrderedReady"
         for i in range(want):
             pod_name = f"{name}-{i}"
@@ -445,7 +431,7 @@ class StatefulSetController(Controller):
         self.cluster.create_pod_from_template(sts, template, name=f"{name}-{ordinal}")
 
     def _status(self, sts: dict, revision: str) -> None:
-        pods = [p for p in self.owned.pods(sts["metadata"]["uid"]) if pod_active(p)]
+        pods = [p for p in self.pods.pods(sts["metadata"]["uid"]) if pod_active(p)]
         ready = sum(1 for p in pods if pod_ready(p))
         current = sum(1 for p in pods if p["metadata"].get("labels", {}).get("controller-revision-hash") == revision)
         status = {"observedGeneration": sts["metadata"].get("generation", 1), "replicas": len(pods),
@@ -469,21 +455,17 @@ class DaemonSetController(Controller):
     """One pod per eligible node."""
 
     kinds = ("DaemonSet",)
+    owned = ("Pod",)
 
-    def __init__(self, cluster, owned: OwnedPods):
+    def __init__(self, cluster, pods: OwnedPods):
         super().__init__(cluster)
-        self.owned = owned
+        self.pods = pods
 
     def _on_event(self, event) -> None:
         super()._on_event(event)
         if event.kind == "Node":
             for ds in self.store.list("DaemonSet"):
                 self.dirty.add((ds["metadata"]["namespace"], ds["metadata"]["name"]))
-        elif event.kind == "Pod":
-            for obj in (event.object, event.old):
-                for ref in (obj or {}).get("metadata", {}).get("ownerReferences") or []:
-                    if ref.get("kind") == "DaemonSet":
-                        self.dirty.add((obj["metadata"]["namespace"], ref["name"]))
 
     def eligible(self, ds: dict, node: dict) -> bool:
         """Whether the DaemonSet's pod may run on this node (taints and nodeSelector)."""
@@ -501,7 +483,7 @@ class DaemonSetController(Controller):
         ds = self.store.find("DaemonSet", namespace, name)
         if ds is None or ds["metadata"].get("deletionTimestamp"):
             return
-        pods = [p for p in self.owned.pods(ds["metadata"]["uid"]) if pod_active(p)]
+        pods = [p for p in self.pods.pods(ds["metadata"]["uid"]) if pod_active(p)]
         by_node = defaultdict(list)
         for p in pods:
             by_node[p["spec"].get("nodeName")].append(p)
@@ -529,7 +511,7 @@ class DaemonSetController(Controller):
                  and p["spec"].get("nodeName") in wanted_names]
         if stale and all(pod_ready(p) for p in pods):
             self.cluster.delete("Pod", namespace, stale[0]["metadata"]["name"])
-        pods = [p for p in self.owned.pods(ds["metadata"]["uid"]) if pod_active(p)]
+        pods = [p for p in self.pods.pods(ds["metadata"]["uid"]) if pod_active(p)]
         ready = sum(1 for p in pods if pod_ready(p))
         status = {"currentNumberScheduled": len(pods), "desiredNumberScheduled": len(wanted),
                   "numberAvailable": ready, "numberMisscheduled": 0, "numberReady": ready,
