@@ -341,7 +341,10 @@ class RequestHandler(BaseHTTPRequestHandler):
     api: APIServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-        """Stay quiet: a notebook is no place for access logs."""
+        """Stay quiet (a notebook is no place for access logs) unless LABSUPPORT_APISERVER_LOG is set."""
+        if os.environ.get("LABSUPPORT_APISERVER_LOG"):
+            import sys
+            sys.stderr.write("apiserver: " + (format % args) + "\n")
 
     # every verb goes through one dispatcher that never lets an exception escape
     def do_GET(self) -> None:
@@ -1078,7 +1081,8 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     def _attach(self, ws: WebSocket, route: Route, rt: Any, app: Any, container: str, tty: bool) -> None:
         cluster = self.api.cluster
-        sent = 0
+        with cluster.lock:
+            sent = len(app.log)  # attach sees what the container prints from now on, as with a real kubelet
         code = 0
         while not self.api.stopping:
             with cluster.lock:
