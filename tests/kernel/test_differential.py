@@ -1,0 +1,181 @@
+"""The same scenarios on `sim` and on `netns`: the model and the real kernel must agree.
+
+A disagreement is a bug in the model, the renderer or the netns backend.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from labsupport import Lab
+
+from .conftest import make_lab
+from .manifests import echo, node_ips, ready, workers
+
+pytestmark = pytest.mark.kernel
+
+SCENARIOS = [
+    echo("cluster", 3, policy="Cluster"),
+    echo("local", 1, policy="Local"),
+    echo("sticky", 3, svc_type="ClusterIP", affinity="ClientIP"),
+    echo("spread", 3, svc_type="ClusterIP"),
+    echo("empty", 0, svc_type="ClusterIP"),
+    echo("wrongport", 2, svc_type="ClusterIP", target_port=9999),
+    echo("lb", 1, svc_type="LoadBalancer", policy="Local"),
+]
+READY = {"cluster": 3, "local": 1, "sticky": 3, "spread": 3, "wrongport": 2, "lb": 1}
+
+
+def build(lab):
+    for manifest in SCENARIOS:
+        lab.apply(manifest)
+    lab.wait(lambda l: all(ready(l, s) == n for s, n in READY.items()), timeout=120)
+    return lab
+
+
+@pytest.fixture(scope="module", params=["iptables", "nftables"])
+def labs(request):
+    """(sim, netns) labs with the same seed, mode and scenarios."""
+    sim = Lab(backend="sim", seed=0, proxy_mode=request.param)
+    try:
+        kernel = make_lab(request.param)
+    except BaseException:
+        sim.close()
+        raise
+    try:
+        yield build(sim), build(kernel)
+    finally:
+        kernel.close()
+        sim.close()
+
+
+def outcome(result) -> str:
+    """ok / refused / timeout / the curl error."""
+    if result.ok:
+        return "ok"
+    if result.refused:
+        return "refused"
+    if result.timed_out:
+        return "timeout"
+    return result.error or "?"
+
+
+def placement(lab, app: str) -> dict[str, str]:
+    return {p["status"]["podIP"]: p["spec"]["nodeName"] for p in lab.get("pods", selector=f"app={app}")}
+
+
+def both(labs, fn):
+    return tuple(fn(lab) for lab in labs)
+
+
+def test_same_cluster_shape(labs):
+    sim, kernel = labs
+    for app in ("cluster", "local", "sticky", "spread", "wrongport"):
+        assert placement(sim, app) == placement(kernel, app)
+    for svc in ("cluster", "local", "sticky", "spread", "empty", "wrongport"):
+        assert sim.get("svc", svc)["spec"]["clusterIP"] == kernel.get("svc", svc)["spec"]["clusterIP"]
+
+
+def test_nodeport_cluster_policy(labs):
+    def run(lab):
+        port = lab.get("svc", "cluster")["spec"]["ports"][0]["nodePort"]
+        out = {}
+        for name, ip in node_ips(lab).items():
+            results = [lab.curl(f"http://{ip}:{port}/clientip") for _ in range(12)]
+            out[name] = ({outcome(r) for r in results}, {r.client_ip for r in results if r.node != name},
+                         len({r.pod for r in results}) > 1)
+        return out
+    sim, kernel = both(labs, run)
+    assert sim == kernel
+    ips = node_ips(labs[1])
+    for name, (outcomes, seen_remote, _) in kernel.items():
+        assert outcomes == {"ok"}
+        assert seen_remote <= {ips[name]}
+
+
+def test_local_policy(labs):
+    def run(lab):
+        port = lab.get("svc", "local")["spec"]["ports"][0]["nodePort"]
+        out = {}
+        for name, ip in node_ips(lab).items():
+            r = lab.curl(f"http://{ip}:{port}/clientip")
+            out[name] = (outcome(r), r.client_ip)
+        return out
+    sim, kernel = both(labs, run)
+    assert sim == kernel
+    (pod,) = labs[1].get("pods", selector="app=local")
+    assert kernel[pod["spec"]["nodeName"]] == ("ok", "172.18.0.100")
+    assert sum(1 for o, _ in kernel.values() if o == "timeout") == len(kernel) - 1
+
+
+def test_session_affinity(labs):
+    def run(lab):
+        ip = lab.get("svc", "sticky")["spec"]["clusterIP"]
+        per_source = {}
+        for w in workers(lab):
+            per_source[w] = len({lab.curl(f"http://{ip}/hostname", source=f"node/{w}").pod for _ in range(8)})
+        return per_source
+    sim, kernel = both(labs, run)
+    assert sim == kernel == {w: 1 for w in workers(labs[0])}
+
+
+def test_no_endpoints_is_refused(labs):
+    def run(lab):
+        ip = lab.get("svc", "empty")["spec"]["clusterIP"]
+        pod = sorted(p["metadata"]["name"] for p in lab.get("pods", selector="app=spread"))[0]
+        return outcome(lab.curl(f"http://{ip}/", source="node/lab-worker")), \
+            outcome(lab.curl(f"http://{ip}/", source=f"pod/{pod}"))
+    sim, kernel = both(labs, run)
+    assert sim == kernel == ("refused", "refused")
+
+
+def test_target_port_mismatch_is_refused(labs):
+    def run(lab):
+        ip = lab.get("svc", "wrongport")["spec"]["clusterIP"]
+        return {outcome(lab.curl(f"http://{ip}/", source="node/lab-worker")) for _ in range(6)}
+    sim, kernel = both(labs, run)
+    assert sim == kernel == {"refused"}
+
+
+def test_pod_to_service_keeps_the_pod_ip(labs):
+    def run(lab):
+        ip = lab.get("svc", "spread")["spec"]["clusterIP"]
+        return {(p["status"]["podIP"], lab.curl(f"http://{ip}/clientip", source=f"pod/{p['metadata']['name']}").client_ip)
+                for p in lab.get("pods", selector="app=cluster")}
+    sim, kernel = both(labs, run)
+    assert sim == kernel
+    assert all(src == seen for src, seen in kernel)
+
+
+def test_unallocated_cluster_ip_and_unserved_port(labs):
+    def run(lab):
+        ip = lab.get("svc", "spread")["spec"]["clusterIP"]
+        return (outcome(lab.curl("http://10.96.200.200/", source="node/lab-worker")),
+                outcome(lab.curl(f"http://{ip}:81/", source="node/lab-worker")))
+    sim, kernel = both(labs, run)
+    assert sim == kernel
+    if labs[1].proxy_mode == "nftables":
+        assert kernel == ("timeout", "refused")
+
+
+def test_load_balancer_with_local_policy(labs):
+    def run(lab):
+        svc = lab.get("svc", "lb")
+        ip = svc["status"]["loadBalancer"]["ingress"][0]["ip"]
+        results = [lab.curl(f"http://{ip}/clientip") for _ in range(6)]
+        return {(outcome(r), r.client_ip, r.node) for r in results}
+    sim, kernel = both(labs, run)
+    assert sim == kernel
+    (pod,) = labs[1].get("pods", selector="app=lb")
+    assert kernel == {("ok", "172.18.0.100", pod["spec"]["nodeName"])}
+
+
+def test_300_new_connections_spread(labs):
+    def run(lab):
+        ip = lab.get("svc", "spread")["spec"]["clusterIP"]
+        return Counter(lab.curl(f"http://{ip}/hostname", source="node/lab-worker").pod for _ in range(300))
+    sim, kernel = both(labs, run)
+    pods = {p["metadata"]["name"] for p in labs[1].get("pods", selector="app=spread")}
+    assert set(sim) == set(kernel) == pods
+    assert min(sim.values()) >= 60 and min(kernel.values()) >= 60, (sim, kernel)
