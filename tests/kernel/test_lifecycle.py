@@ -1,0 +1,174 @@
+"""Setting up and tearing down: preflight messages, close, a killed run cleaned by `labsupport clean`,
+mode switches, kube-proxy stopped and started, and readiness probes as real requests."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from labsupport.errors import BackendUnavailable
+from labsupport.testing import require_kernel
+
+from .conftest import TOOLS, make_lab
+from .manifests import WEB, ready
+
+pytestmark = pytest.mark.kernel
+
+
+def test_ipvs_is_refused_naming_sim():
+    from labsupport import Lab
+    with pytest.raises(BackendUnavailable) as err:
+        Lab(backend="netns", proxy_mode="ipvs")
+    assert "IPVS is not in this kernel" in str(err.value)
+    assert 'backend="sim"' in str(err.value)
+
+
+def test_preflight_says_root_is_missing(monkeypatch):
+    from labsupport.dataplane import kernel
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert any("root" in p for p in kernel.problems())
+    with pytest.raises(BackendUnavailable, match="needs root"):
+        kernel.preflight("nftables")
+
+
+def test_preflight_says_linux_is_missing(monkeypatch):
+    from labsupport.dataplane import kernel
+    monkeypatch.setattr(kernel.platform, "system", lambda: "Darwin")
+    (problem,) = kernel.problems()
+    assert "Linux" in problem and "Darwin" in problem
+
+
+def test_doctor_problems_empty_here():
+    require_kernel(*TOOLS)
+    from labsupport.dataplane import kernel
+    assert kernel.problems() == []
+
+
+def _links_in(ns: str) -> list[str]:
+    out = subprocess.run(["ip", "-n", ns, "-o", "link"], capture_output=True, text=True).stdout
+    return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines()]
+
+
+def test_close_removes_everything():
+    lab = make_lab("nftables")
+    network = lab._backend.network
+    names = network.namespaces()
+    try:
+        assert len(names) >= 8
+        node_ns = network.node_ns["lab-worker"]
+        links = _links_in(node_ns)
+        assert "lsk-cni0" in links and "eth0" in links
+        assert any(link.startswith("lskn") for link in _links_in(network.net_ns))
+        assert os.path.exists(f"/etc/netns/{network.dns_ns}/resolv.conf")
+    finally:
+        lab.close()
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(n in listing for n in names)
+    assert not os.path.exists(f"/etc/netns/{network.dns_ns}")
+
+
+CHILD = textwrap.dedent("""
+    import sys, time
+    from labsupport import Lab
+    lab = Lab(backend="netns", proxy_mode=sys.argv[1])
+    lab.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+               "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                        "template": {"metadata": {"labels": {"app": "web"}},
+                                     "spec": {"containers": [{"name": "nginx", "image": "nginx"}]}}}})
+    lab.advance(10)
+    lab.curl("http://172.18.0.3:1/")
+    print("ready", flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.parametrize("mode", ["iptables", "nftables"])
+def test_killed_run_is_cleaned(mode):
+    require_kernel(*TOOLS)
+    from labsupport.dataplane.kernel import clean
+    from labsupport.dataplane.kernel_ns import ETC_NETNS, list_namespaces, root_links
+    child = subprocess.Popen([sys.executable, "-c", CHILD, mode], stdout=subprocess.PIPE, text=True,
+                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    try:
+        line = child.stdout.readline()
+        assert line.strip() == "ready"
+        stem = f"lsk-{child.pid}-"
+        left = list_namespaces(stem)
+        assert any("-pod-default-web-" in n for n in left) and any("-node-" in n for n in left)
+        rules = subprocess.run(["ip", "netns", "exec", next(n for n in left if n.endswith("node-lab-worker")),
+                                "nft" if mode == "nftables" else "iptables-save"] +
+                               (["list", "ruleset"] if mode == "nftables" else []),
+                               capture_output=True, text=True).stdout
+        assert "kube-proxy" in rules or "KUBE-SERVICES" in rules
+        kept = clean()
+        assert not any(stem in entry for entry in kept), "a live run must be kept"
+        assert list_namespaces(stem) == left
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    removed = clean()
+    assert any(stem in entry for entry in removed)
+    assert list_namespaces(stem) == []
+    if os.path.isdir(ETC_NETNS):
+        assert not [e for e in os.listdir(ETC_NETNS) if e.startswith(stem)]
+    assert root_links() == []
+
+
+def test_mode_switch_and_kube_proxy_restart():
+    lab = make_lab("iptables")
+    try:
+        lab.apply(WEB)
+        lab.wait(lambda l: ready(l, "web") == 3, timeout=120)
+        network = lab._backend.network
+        ip = lab.get("svc", "web")["spec"]["clusterIP"]
+        assert lab.curl(f"http://{ip}/", source="node/lab-worker").status == 200
+        lab.set_proxy_mode("nftables")
+        saved = network.kernel_rules("lab-worker")
+        assert "table ip kube-proxy" in saved and ip in saved
+        iptables = subprocess.run(["ip", "netns", "exec", network.node_ns["lab-worker"], "iptables-save"],
+                                  capture_output=True, text=True).stdout
+        assert "KUBE-SERVICES" not in iptables
+        assert lab.curl(f"http://{ip}/", source="node/lab-worker").status == 200
+        # kube-proxy stopped: the kernel keeps the last rules; a new Service gets none until it starts again.
+        lab.stop_kube_proxy("lab-worker")
+        lab.apply(WEB.replace("name: web}", "name: web2}").replace("app: web}", "app: web2}"))
+        ip2 = lab.get("svc", "web2")["spec"]["clusterIP"]
+        assert lab.curl(f"http://{ip}/", source="node/lab-worker").status == 200
+        assert lab.curl(f"http://{ip2}/", source="node/lab-worker").timed_out
+        lab.start_kube_proxy("lab-worker")
+        assert lab.curl(f"http://{ip2}/", source="node/lab-worker").status == 200
+    finally:
+        lab.close()
+
+
+PROBED = """
+apiVersion: v1
+kind: Pod
+metadata: {name: probed, labels: {app: probed}}
+spec:
+  containers:
+  - name: nginx
+    image: nginx
+    readinessProbe:
+      httpGet: {path: %s, port: 80}
+      periodSeconds: 2
+"""
+
+
+def test_readiness_probes_are_real_requests():
+    lab = make_lab("nftables")
+    try:
+        lab.apply(PROBED % "/")
+        lab.apply((PROBED % "/missing").replace("name: probed,", "name: unready,"))
+        lab.advance(20)
+        good = lab.get("pod", "probed")["status"]["containerStatuses"][0]["ready"]
+        bad = lab.get("pod", "unready")["status"]["containerStatuses"][0]["ready"]
+        assert (good, bad) == (True, False)
+        logs = lab.logs("probed")
+        assert "kube-probe/1.35" in logs and "10.244." in logs
+    finally:
+        lab.close()
