@@ -508,7 +508,7 @@ class KubeBackend:
         if kind == "pod":
             ns, name = self._pod_ref(source)
             done = self.exec(name, parse.curl_argv(target, headers=options.get("headers")), ns, None)
-            result = self._curl_result(url, source, parse.parse_curl(done.stdout, done.stderr, done.returncode))
+            result = self._curl_result(url, source, parse.parse_curl(done.stdout, done.stderr, done.code))
             result.hops = [Hop(f"pod {ns}/{name}", f"curl {target} (kubectl exec)")]
             return result
         if kind == "node":

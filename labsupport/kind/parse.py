@@ -107,6 +107,8 @@ def parse_curl(stdout: str, stderr: str = "", exit_code: int = 0) -> CurlOutput:
         return int(fields[i]) if len(fields) > i and fields[i].isdigit() and int(fields[i]) > 0 else None
 
     status = number(0)
+    if at < 0 and exit_code == 0:
+        status = 200  # a curl that ignores -w: exit 0 means an answer came, its status is not known
     remote_ip = fields[1] if len(fields) > 1 else None
     local_ip = fields[3] if len(fields) > 3 else None
     error = None
@@ -362,6 +364,7 @@ def kube_proxy_iptables(text: str) -> str:
 
     Docker's, kind's and the CNI's own chains (DOCKER_OUTPUT, KIND-MASQ-AGENT, CNI-…) go, as do comments and
     tables kube-proxy writes nothing into, so the text has the shape the `sim` backend shows."""
+    text, _ = strip_iptables_counters(text)
     out: list[str] = []
     table: list[str] = []
     kept_rules = 0

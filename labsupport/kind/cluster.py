@@ -1,0 +1,528 @@
+"""The `kind` backend: a kind cluster this machine creates or reuses, with real kube-proxy on real nodes.
+
+`KindCluster` is the lifecycle, as the docker and kind commands it runs (so tests can record them);
+`KindBackend` is the kube backend plus what node access gives: kube-proxy's real rules (`iptables-save`,
+`nft list table ip kube-proxy`, `ipvsadm -Ln`), conntrack, curl from a node or from a client container on the
+kind network, and traces built from the rule counters and conntrack entries a request leaves behind.
+"""
+from __future__ import annotations
+
+import html
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from labsupport.dataplane.network import CurlResult, Hop, Trace
+from labsupport.errors import APIError, BackendUnavailable, BadRequest, NotFound
+from labsupport.kind import parse
+from labsupport.kind.client import KubeBackend
+from labsupport.kind.config import (CLIENT_IMAGE, DEFAULT_CLUSTER, LESSON_IMAGES, NODE_IMAGE, NODE_PORTS, PREFIX,
+                                    cluster_config, config_problems, config_yaml)
+from labsupport.kind.preflight import CLIENT_LABEL, delete_cluster, kubeconfig_file, list_clusters, problems, \
+    state_dir
+from labsupport.kind.progress import KIND_CREATE_STEPS, Progress, make_progress
+from labsupport.kind.runner import CommandResult, CommandRunner
+from labsupport.model.kinds import resolve
+
+STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
+CREATE_WAIT = "180s"
+
+
+@dataclass
+class CounterHit:
+    """A rule whose counters moved while one request ran (shown in a trace like a matched rule)."""
+
+    table: str
+    chain: str
+    rule: str
+    action: str = ""
+    packets: int = 0
+
+
+class KindCluster:
+    """One kind cluster's lifecycle: create or reuse, load images, run commands on its nodes."""
+
+    def __init__(self, name: str = DEFAULT_CLUSTER, proxy_mode: str = "iptables", runner: CommandRunner | None = None,
+                 *, workers: int = 3, image: str | None = NODE_IMAGE, node_ports: tuple[int, ...] = NODE_PORTS,
+                 progress: str | None = None):
+        if name != PREFIX and not name.startswith(PREFIX + "-"):
+            raise BadRequest(f"a lab cluster's name starts with {PREFIX!r} (so `labsupport clean` finds it), "
+                             f"not {name!r}: try {PREFIX + '-' + name!r}")
+        self.name = name
+        self.proxy_mode = proxy_mode
+        self.runner = runner or CommandRunner()
+        self.workers = workers
+        self.image = image
+        self.node_ports = node_ports
+        self.progress_kind = progress
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        """Where this cluster's kubeconfig is written (not ~/.kube/config: the lab leaves that alone)."""
+        return kubeconfig_file(self.name)
+
+    @property
+    def config_path(self) -> Path:
+        """Where the generated kind config is written."""
+        return state_dir() / f"kind-{self.name}.yaml"
+
+    def config(self) -> dict:
+        """The kind Cluster config for this cluster."""
+        return cluster_config(self.proxy_mode, name=self.name, workers=self.workers, image=self.image,
+                              node_ports=self.node_ports)
+
+    def exists(self) -> bool:
+        """Whether kind already has a cluster with this name."""
+        return self.name in list_clusters(self.runner)
+
+    def _fail(self, what: str, result: CommandResult) -> BackendUnavailable:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
+        return BackendUnavailable(f"{what} failed (exit code {result.returncode}):\n{tail}\n"
+                                  f"Run `labsupport doctor`, and `labsupport down` to start over.")
+
+    def create(self) -> None:
+        """`kind create cluster` from the generated config, its output streamed into a progress display."""
+        config = self.config()
+        wrong = config_problems(config)
+        if wrong:
+            raise BadRequest("the generated kind config is invalid: " + "; ".join(wrong))
+        self.config_path.write_text(config_yaml(config))
+        progress = make_progress(f"Creating kind cluster {self.name} (kube-proxy mode {self.proxy_mode})",
+                                 len(KIND_CREATE_STEPS), self.progress_kind)
+        result = self.runner.stream(["kind", "create", "cluster", "--name", self.name, "--config",
+                                     str(self.config_path), "--kubeconfig", str(self.kubeconfig_path),
+                                     "--wait", CREATE_WAIT], progress.line, timeout=900)
+        progress.finish(result.ok)
+        if not result.ok:
+            raise self._fail(f"kind create cluster --name {self.name}", result)
+
+    def write_kubeconfig(self) -> None:
+        """Write the kubeconfig of an existing cluster (`kind get kubeconfig`)."""
+        result = self.runner.run(["kind", "get", "kubeconfig", "--name", self.name], timeout=60)
+        if not result.ok:
+            raise self._fail(f"kind get kubeconfig --name {self.name}", result)
+        self.kubeconfig_path.write_text(result.stdout)
+        self.kubeconfig_path.chmod(0o600)
+
+    def ensure(self, create: bool = True) -> bool:
+        """Reuse the cluster when it exists, else create it; True when it was created now."""
+        if self.exists():
+            self.write_kubeconfig()
+            return False
+        if not create:
+            raise BackendUnavailable(f"there is no kind cluster named {self.name}; create it with "
+                                     f"Lab(backend=\"kind\") (create=True)")
+        self.create()
+        return True
+
+    def local_images(self, images: tuple[str, ...] = LESSON_IMAGES) -> list[str]:
+        """Which of the lessons' images this machine's Docker already has."""
+        return [image for image in images
+                if self.runner.run(["docker", "image", "inspect", "--format", "{{.Id}}", image], timeout=60).ok]
+
+    def load_images(self, images: tuple[str, ...] = LESSON_IMAGES) -> list[str]:
+        """Preload the lessons' images present locally into every node (`kind load docker-image`)."""
+        present = self.local_images(images)
+        if not present:
+            return []
+        progress: Progress = make_progress(f"Loading {len(present)} image(s) into {self.name}", len(present),
+                                           self.progress_kind)
+        loaded = []
+        for image in present:
+            result = self.runner.stream(["kind", "load", "docker-image", image, "--name", self.name],
+                                        progress.line, timeout=600)
+            if result.ok:
+                loaded.append(image)
+            progress.step(f"{'loaded' if result.ok else 'could not load'} {image}")
+        progress.finish(len(loaded) == len(present))
+        return loaded
+
+    def nodes(self) -> list[str]:
+        """The node containers (`kind get nodes`), control plane first."""
+        result = self.runner.run(["kind", "get", "nodes", "--name", self.name], timeout=60)
+        names = sorted(line.strip() for line in result.stdout.splitlines() if line.strip()) if result.ok else []
+        return sorted(names, key=lambda n: (not n.endswith("-control-plane"), len(n), n))
+
+    def node_exec(self, node: str, argv: list[str], input: str | None = None) -> CommandResult:
+        """Run a command on a node (`docker exec <node> …`)."""
+        return self.runner.run(["docker", "exec", *(["-i"] if input is not None else []), node, *argv],
+                               input=input, timeout=120)
+
+    def node_pid(self, node: str) -> int | None:
+        """The PID of a node container's init, whose network namespace is the node's."""
+        result = self.runner.run(["docker", "inspect", "-f", "{{.State.Pid}}", node], timeout=60)
+        text = result.stdout.strip()
+        return int(text) if result.ok and text.isdigit() and int(text) > 0 else None
+
+    @property
+    def client_name(self) -> str:
+        """The client container's name."""
+        return f"{self.name}-client"
+
+    def ensure_client(self) -> str:
+        """Start (once) a container on the kind network to curl from "outside the cluster"."""
+        state = self.runner.run(["docker", "inspect", "-f", "{{.State.Running}}", self.client_name], timeout=60)
+        if state.ok and state.stdout.strip() == "true":
+            return self.client_name
+        if state.ok:
+            self.runner.run(["docker", "rm", "-f", self.client_name], timeout=60)
+        result = self.runner.run(["docker", "run", "-d", "--name", self.client_name, "--network", "kind",
+                                  "--label", f"{CLIENT_LABEL}={self.name}", "--entrypoint", "sleep", CLIENT_IMAGE,
+                                  "infinity"], timeout=300)
+        if not result.ok:
+            raise self._fail(f"starting the client container {self.client_name}", result)
+        return self.client_name
+
+    def client_exec(self, argv: list[str]) -> CommandResult:
+        """Run a command in the client container."""
+        return self.runner.run(["docker", "exec", self.ensure_client(), *argv], timeout=120)
+
+    def client_ip(self) -> str | None:
+        """The client container's address on the kind network."""
+        result = self.runner.run(["docker", "inspect", "-f", "{{.NetworkSettings.Networks.kind.IPAddress}}",
+                                  self.client_name], timeout=60)
+        return result.stdout.strip() or None if result.ok else None
+
+    def delete(self) -> list[str]:
+        """Delete the cluster, the client container and the kubeconfig."""
+        return delete_cluster(self.name, self.runner)
+
+
+class KindBackend(KubeBackend):
+    """The Lab verbs on a kind cluster: the kube backend plus node access through Docker."""
+
+    name = "kind"
+
+    def __init__(self, proxy_mode: str = "iptables", *, namespace: str | None = None, name: str = DEFAULT_CLUSTER,
+                 workers: int = 3, image: str | None = NODE_IMAGE, load_images: bool = True,
+                 runner: CommandRunner | None = None, progress: str | None = None,
+                 node_ports: tuple[int, ...] = NODE_PORTS, request_timeout: float = 30, create: bool = True,
+                 preflight: bool = True):
+        runner = runner or CommandRunner()
+        if preflight:
+            found = problems(proxy_mode, runner)
+            if found:
+                raise BackendUnavailable("the kind backend cannot run here:\n  - " + "\n  - ".join(found) +
+                                         "\n(`labsupport doctor` checks again; the sim backend needs nothing)")
+        self.kind_cluster = KindCluster(name, proxy_mode, runner, workers=workers, image=image,
+                                        node_ports=node_ports, progress=progress)
+        created = self.kind_cluster.ensure(create=create)
+        if load_images:
+            self.kind_cluster.load_images()
+        super().__init__(str(self.kind_cluster.kubeconfig_path), namespace or "default", proxy_mode=proxy_mode,
+                         runner=runner, request_timeout=request_timeout)
+        self._virtual = False
+        if not created and self.proxy_mode() != proxy_mode:
+            self.set_proxy_mode(proxy_mode)
+
+    # --- nodes --------------------------------------------------------------------------------------------------
+    def _node_objects(self) -> list[dict]:
+        return self.list("nodes", None, None)
+
+    def _node_name(self, node: str | None) -> str:
+        names = self.kind_cluster.nodes()
+        if node is None:
+            workers = [n for n in names if not n.endswith("-control-plane")]
+            if not (workers or names):
+                raise BackendUnavailable(f"kind cluster {self.kind_cluster.name} has no nodes running")
+            return (workers or names)[0]
+        node = node[5:] if node.startswith("node/") else node
+        if names and node not in names:
+            raise NotFound.of("nodes", node)
+        return node
+
+    def _exec_ok(self, node: str, argv: list[str]) -> str:
+        result = self.kind_cluster.node_exec(node, argv)
+        if not result.ok:
+            raise BackendUnavailable(f"`{' '.join(argv)}` on node {node} failed: "
+                                     f"{(result.stderr or result.stdout).strip()[:300]}")
+        return result.stdout
+
+    def proxy_rules(self, node: str | None) -> str:
+        """kube-proxy's real rules on the node, as the node prints them, for the mode kube-proxy runs in."""
+        name = self._node_name(node)
+        mode = self.proxy_mode()
+        if mode == "nftables":
+            return self._exec_ok(name, ["nft", "list", "table", "ip", "kube-proxy"])
+        if mode == "ipvs":
+            return parse.ipvs_bundle(self._ipvsadm(name), self._exec_ok(name, [
+                "ip", "-brief", "addr", "show", "kube-ipvs0"]), self._exec_ok(name, ["ipset", "list"]),
+                self._exec_ok(name, ["iptables-save"]))
+        return parse.kube_proxy_iptables(self._exec_ok(name, ["iptables-save"]))
+
+    def _ipvsadm(self, node: str, stats: bool = False) -> str:
+        result = self.kind_cluster.node_exec(node, ["ipvsadm", "-Ln", *(["--stats"] if stats else [])])
+        if result.ok:
+            return result.stdout
+        if stats:
+            return ""
+        return parse.proc_ip_vs_to_ipvsadm(self._exec_ok(node, ["cat", "/proc/net/ip_vs"]))
+
+    def conntrack(self, node: str | None) -> list[str]:
+        """The node's conntrack entries, as `conntrack -L` prints them."""
+        name = self._node_name(node)
+        result = self.kind_cluster.node_exec(name, ["conntrack", "-L"])
+        if result.returncode not in (0, 1):
+            raise BackendUnavailable(f"conntrack -L on node {name} failed: {result.stderr.strip()[:300]}")
+        return parse.conntrack_lines(result.stdout)
+
+    def node_routes(self, node: str | None = None) -> list[str]:
+        """The node's IPv4 routes, read from its network namespace with pyroute2 (else `ip route` in it)."""
+        name = self._node_name(node)
+        pid = self.kind_cluster.node_pid(name)
+        if pid is not None:
+            try:
+                from pyroute2 import NetNS
+                with NetNS(f"/proc/{pid}/ns/net") as ns:
+                    names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in ns.get_links()}
+                    out = []
+                    for route in ns.get_routes(family=2, table=254):
+                        dst = route.get_attr("RTA_DST") or "default"
+                        dst = f"{dst}/{route['dst_len']}" if dst != "default" else dst
+                        via = route.get_attr("RTA_GATEWAY")
+                        dev = names.get(route.get_attr("RTA_OIF"), "?")
+                        out.append(f"{dst}{' via ' + via if via else ''} dev {dev}")
+                    return out
+            except Exception:  # no root, no local Docker daemon, or an older pyroute2: ask the node instead
+                pass
+        return [line for line in self._exec_ok(name, ["ip", "-4", "route"]).splitlines() if line.strip()]
+
+    def node_links(self, node: str | None = None) -> list[str]:
+        """The node's network links (`ip -brief link`), through pyroute2 when the host allows it."""
+        name = self._node_name(node)
+        pid = self.kind_cluster.node_pid(name)
+        if pid is not None:
+            try:
+                from pyroute2 import NetNS
+                with NetNS(f"/proc/{pid}/ns/net") as ns:
+                    return [f"{link.get_attr('IFLA_IFNAME')} {link.get_attr('IFLA_OPERSTATE')}"
+                            for link in ns.get_links()]
+            except Exception:  # see node_routes
+                pass
+        return [line for line in self._exec_ok(name, ["ip", "-brief", "link"]).splitlines() if line.strip()]
+
+    # --- curl ---------------------------------------------------------------------------------------------------
+    def _node_ips(self) -> dict[str, str]:
+        ips = {}
+        for node in self._node_objects():
+            for address in node.get("status", {}).get("addresses", []):
+                if address.get("type") == "InternalIP":
+                    ips[address["address"]] = node["metadata"]["name"]
+        return ips
+
+    def _entry_node(self, target: str, source: str) -> str | None:
+        """The node whose netfilter a new connection meets first."""
+        kind, _, rest = source.partition("/")
+        if kind == "node":
+            return self._node_name(rest)
+        if kind == "pod":
+            ns, name = self._pod_ref(source)
+            return self.get("pods", name, ns).get("spec", {}).get("nodeName")
+        host = (parse_host(target) or "")
+        return self._node_ips().get(host)
+
+    def _curl_raw(self, url: str, source: str, options: dict) -> tuple[CurlResult, parse.CurlOutput | None]:
+        target = url if "://" in url else f"http://{url}"
+        argv = parse.curl_argv(target, headers=options.get("headers"), timeout=float(options.get("timeout", 10)))
+        kind, _, rest = source.partition("/")
+        if source in ("client", "outside", "external"):
+            done = self.kind_cluster.client_exec(argv)
+            where = f"client container {self.kind_cluster.client_name} (on the kind network)"
+        elif kind == "node":
+            node = self._node_name(rest)
+            done = self.kind_cluster.node_exec(node, argv)
+            where = f"node {node}"
+        elif kind == "pod":
+            ns, name = self._pod_ref(source)
+            run = self.exec(name, argv, ns, None)
+            done = CommandResult(argv, run.code, run.stdout, run.stderr)
+            where = f"pod {ns}/{name}"
+        else:
+            raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
+                             "\"pod/<namespace>/<name>\"")
+        out = parse.parse_curl(done.stdout, done.stderr, done.returncode)
+        result = self._curl_result(url, source, out)
+        result.hops = [Hop(where, f"curl {target}")]
+        return result, out
+
+    def curl(self, url: str, source: str, **options: Any) -> CurlResult:
+        """One real request from the client container, a node or a pod; which pod answered comes from the app's
+        reply or, failing that, from the conntrack entry of the connection on the entry node."""
+        result, out = self._curl_raw(url, source, options)
+        if result.ok and result.pod is None and out is not None:
+            self._pod_from_conntrack(result, out, url, source)
+        return result
+
+    def _connection_entry(self, out: parse.CurlOutput, url: str, source: str) -> tuple[str | None,
+                                                                                           parse.ConntrackRecord | None]:
+        if not out.local_port:
+            return None, None
+        try:
+            node = self._entry_node(url if "://" in url else f"http://{url}", source)
+        except APIError:
+            return None, None
+        if node is None:
+            return None, None
+        done = self.kind_cluster.node_exec(node, ["conntrack", "-L", "-p", "tcp", "--orig-port-src",
+                                                  str(out.local_port)])
+        for record in parse.parse_conntrack(done.stdout):
+            if record.original.sport == out.local_port and (not out.local_ip or record.original.src == out.local_ip):
+                return node, record
+        return node, None
+
+    def _pod_from_conntrack(self, result: CurlResult, out: parse.CurlOutput, url: str, source: str) -> None:
+        _, record = self._connection_entry(out, url, source)
+        if record is None:
+            return
+        pod = self._pod_by_ip(record.reply.src)
+        if pod is not None:
+            result.pod = pod["metadata"]["name"]
+            result.namespace = pod["metadata"].get("namespace")
+            result.node = pod.get("spec", {}).get("nodeName")
+            result.endpoint = record.endpoint
+
+    # --- trace --------------------------------------------------------------------------------------------------
+    def _counters(self, node: str, mode: str) -> list[parse.RuleCounter]:
+        if mode == "iptables":
+            _, counters = parse.strip_iptables_counters(self._exec_ok(node, ["iptables-save", "-c"]))
+            return [c for c in counters if c.chain.startswith("KUBE-") or "KUBE-" in c.rule]
+        if mode == "nftables":
+            return parse.nft_counters(self._exec_ok(node, ["nft", "list", "table", "ip", "kube-proxy"]))
+        return parse.ipvs_stats(self._ipvsadm(node, stats=True))
+
+    def trace(self, url: str, source: str) -> Trace:
+        """One real request, with the kube-proxy rules whose counters it moved and its conntrack entry."""
+        target = url if "://" in url else f"http://{url}"
+        node = self._entry_node(target, source)
+        mode = self.proxy_mode()
+        before = {(c.table, c.chain, c.rule): c.packets for c in self._counters(node, mode)} if node else {}
+        result, out = self._curl_raw(url, source, {})
+        hops = list(result.hops)
+        if node:
+            after = self._counters(node, mode)
+            moved = [CounterHit(c.table, c.chain, c.rule, parse._rule_target(c.rule) or "",
+                                c.packets - before.get((c.table, c.chain, c.rule), 0))
+                     for c in after if c.packets > before.get((c.table, c.chain, c.rule), 0)]
+            note = (f"netfilter on {node} ({mode}): {len(moved)} kube-proxy rule(s) counted this request"
+                    + ("" if mode != "nftables" else " (kube-proxy's nftables rules carry no counters; the "
+                       "conntrack entry below shows the DNAT)"))
+            rewrites = []
+            if out is not None:
+                _, record = self._connection_entry(out, url, source)
+                if record is not None:
+                    rewrites.append(f"conntrack: {record.line}")
+                    if record.dnat:
+                        rewrites.append(f"DNAT {record.original.dst}:{record.original.dport} -> {record.endpoint}")
+                    if record.snat:
+                        rewrites.append(f"SNAT {record.original.src}:{record.original.sport} -> "
+                                        f"{record.reply.dst}:{record.reply.dport} (masquerade)")
+                    pod = self._pod_by_ip(record.reply.src)
+                    if pod is not None and result.pod is None:
+                        result.pod, result.namespace = pod["metadata"]["name"], pod["metadata"].get("namespace")
+                        result.node, result.endpoint = pod.get("spec", {}).get("nodeName"), record.endpoint
+            hops.append(Hop(node, note, moved, rewrites))
+        result.hops = hops
+        return Trace(url, source, result)
+
+    def connect(self, url: str, source: str):
+        """A keep-alive connection: from this machine when the URL is reachable here (Linux), else unavailable."""
+        return super().connect(url, source)
+
+    # --- kube-proxy ---------------------------------------------------------------------------------------------
+    def set_proxy_mode(self, mode: str) -> None:
+        """Edit `mode` in the kube-proxy ConfigMap and restart kube-proxy's pods, as on any real cluster."""
+        cm = self.get("configmaps", "kube-proxy", "kube-system")
+        config = yaml.safe_load(cm["data"]["config.conf"]) or {}
+        config["mode"] = mode
+        cm["data"]["config.conf"] = yaml.safe_dump(config, sort_keys=False)
+        self._call("PUT", self._path_of("configmaps", "kube-system", "kube-proxy"), body=cm)
+        for pod in self.list("pods", "kube-system", "k8s-app=kube-proxy"):
+            self.delete("pods", pod["metadata"]["name"], "kube-system", grace_period=1)
+        self._configured_mode = mode
+
+        def rolled() -> bool:
+            pods = self.list("pods", "kube-system", "k8s-app=kube-proxy")
+            return bool(pods) and len(pods) == len(self._node_objects()) and all(
+                p.get("status", {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+                for p in pods)
+
+        self._wait(rolled, 180, ("pods",), what=f"kube-proxy restarting in {mode} mode")
+
+    def _path_of(self, kind: str, namespace: str | None, name: str | None = None) -> str:
+        return self._path(resolve(kind), namespace, name)
+
+    def _keep_off_stopped_nodes(self) -> None:
+        """Give the kube-proxy DaemonSet a node affinity that leaves nodes labelled as stopped (once)."""
+        ds = self.get("daemonsets", "kube-proxy", "kube-system")
+        affinity = ds["spec"]["template"]["spec"].setdefault("affinity", {})
+        terms = affinity.setdefault("nodeAffinity", {}).setdefault(
+            "requiredDuringSchedulingIgnoredDuringExecution", {}).setdefault("nodeSelectorTerms", [])
+        rule = {"key": STOPPED_LABEL, "operator": "DoesNotExist"}
+        if any(rule in t.get("matchExpressions", []) for t in terms):
+            return
+        if terms:
+            for term in terms:
+                term.setdefault("matchExpressions", []).append(rule)
+        else:
+            terms.append({"matchExpressions": [rule]})
+        self._call("PUT", self._path_of("daemonsets", "kube-system", "kube-proxy"), body=ds)
+
+    def _label_nodes(self, node: str | None, value: str | None) -> list[str]:
+        names = [self._node_name(node)] if node else [n["metadata"]["name"] for n in self._node_objects()]
+        for name in names:
+            obj = self.get("nodes", name, None)
+            labels = obj["metadata"].setdefault("labels", {})
+            if value is None:
+                labels.pop(STOPPED_LABEL, None)
+            else:
+                labels[STOPPED_LABEL] = value
+            self._call("PUT", self._path_of("nodes", None, name), body=obj)
+        return names
+
+    def _proxy_running(self, node: str) -> bool:
+        return any(p.get("spec", {}).get("nodeName") == node and p.get("status", {}).get("phase") == "Running"
+                   and not p["metadata"].get("deletionTimestamp")
+                   for p in self.list("pods", "kube-system", "k8s-app=kube-proxy"))
+
+    def stop_kube_proxy(self, node: str | None) -> None:
+        """Keep kube-proxy off a node (label + DaemonSet affinity); the node keeps its last rules."""
+        self._keep_off_stopped_nodes()
+        names = self._label_nodes(node, "true")
+        self._wait(lambda: not any(self._proxy_running(n) for n in names), 180, ("pods",),
+                   what="kube-proxy stopping")
+
+    def start_kube_proxy(self, node: str | None) -> None:
+        """Let kube-proxy run on the node again; it resyncs at once."""
+        names = self._label_nodes(node, None)
+        self._wait(lambda: all(self._proxy_running(n) for n in names), 180, ("pods",), what="kube-proxy starting")
+
+    # --- tools --------------------------------------------------------------------------------------------------
+    def kubeconfig(self) -> str:
+        """kind's kubeconfig for this cluster."""
+        return str(self.kind_cluster.kubeconfig_path)
+
+    def summary_html(self) -> str:
+        """A short HTML card for the Lab's repr."""
+        return super().summary_html().replace(
+            "backend <code>kind</code>",
+            f"backend <code>kind</code> (cluster <code>{html.escape(self.kind_cluster.name)}</code>, kube-proxy "
+            f"<code>{html.escape(self.proxy_mode())}</code>)", 1)
+
+    def delete_cluster(self) -> list[str]:
+        """Delete the kind cluster (what `labsupport down` does)."""
+        self.close()
+        return self.kind_cluster.delete()
+
+
+def parse_host(url: str) -> str | None:
+    """The host of a URL, if it is an IP address."""
+    from urllib.parse import urlsplit
+    host = urlsplit(url if "://" in url else f"http://{url}").hostname
+    try:
+        ipaddress.ip_address(host or "")
+    except ValueError:
+        return None
+    return host

@@ -1,0 +1,133 @@
+"""The kube backend's client code path, over real HTTPS against the embedded API server: the lesson's five
+exercises, namespaces, errors, and what needs node access refusing clearly."""
+from __future__ import annotations
+
+import pytest
+
+from labsupport import Lab
+from labsupport.errors import BackendUnavailable, Invalid, NotFound
+from tests.kind import lesson
+from tests.kind.conftest import embedded_kubeconfig
+
+
+def test_backend_is_kube_on_a_virtual_clock(kube):
+    assert kube.backend_name == "kube" and kube.backend.name == "kube"
+    assert kube.backend.virtual_clock()
+    before = kube.now
+    kube.advance(5)
+    assert kube.now == pytest.approx(before + 5)
+    nodes = kube.get("nodes")
+    assert [n["metadata"]["name"] for n in nodes] == ["lab-control-plane", "lab-worker", "lab-worker2",
+                                                        "lab-worker3"]
+
+
+def test_five_exercises(kube):
+    addresses = lesson.exercise_1(kube)
+    assert len(addresses) == 3
+    out = kube.kubectl("get endpointslices -l kubernetes.io/service-name=web", show=False)
+    assert out.returncode == 0 and all(a in out.stdout for a in addresses)
+    terminating = lesson.exercise_2(kube)
+    assert terminating["conditions"] == {"ready": False, "serving": True, "terminating": True}
+    answer = lesson.exercise_3(kube)
+    assert len(answer.addresses) == 3 and answer.text.startswith("Server:\t\t10.96.0.10\n")
+    assert not kube.get("pods", selector="app.kubernetes.io/managed-by=labsupport"), "dnsutils pod left behind"
+    node_port = lesson.exercise_4(kube)
+    assert f"80:{node_port}/TCP" in kube.kubectl("get svc web", show=False).stdout
+    before, after = lesson.exercise_5(kube)
+    assert before != after
+
+
+def test_apply_twice_keeps_server_fields_and_scale(kube):
+    first = {o["kind"]: o for o in kube.apply(lesson.WEB)}
+    again = {o["kind"]: o for o in kube.apply(lesson.WEB)}
+    assert again["Service"]["spec"]["clusterIP"] == first["Service"]["spec"]["clusterIP"]
+    assert kube.scale("deploy/web", 5)["spec"]["replicas"] == 5
+    kube.wait(lambda l: lesson.ready(l, "web") == 5, timeout=120)
+    assert kube.apply(lesson.WEB)[0]["spec"]["replicas"] == 3, "the manifest says 3, as kubectl apply would set"
+
+
+def test_errors_are_the_api_servers(kube):
+    with pytest.raises(NotFound, match='services "nope" not found'):
+        kube.get("svc", "nope")
+    bad = lesson.WEB.split("---")[1].replace("port: 80,", "port: 80, nodePort: 30080,")
+    with pytest.raises(Invalid, match="nodePort"):
+        kube.apply(bad)
+    with pytest.raises(NotFound):
+        kube.scale("nope", 2)
+
+
+def test_each_student_in_their_own_namespace(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path))
+    server.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+                  for name in ("alice", "bob")])
+    config = embedded_kubeconfig(server)
+    with Lab(backend="kube", kubeconfig=config, namespace="alice") as alice, \
+            Lab(backend="kube", kubeconfig=config, namespace="bob") as bob:
+        svc = alice.apply(lesson.WEB)[1]
+        assert svc["metadata"]["namespace"] == "alice"
+        assert alice.get("svc", "web")["metadata"]["namespace"] == "alice"
+        with pytest.raises(NotFound):
+            bob.get("svc", "web")
+        assert [s["metadata"]["namespace"] for s in server.get("svc", namespace="alice")] == ["alice"]
+        out = alice.kubectl("get svc -o name", show=False)
+        assert out.stdout.split() == ["service/web"], "kubectl runs in the student's namespace"
+        alice.wait(lambda l: lesson.ready(l, "web") == 3, timeout=120)
+        assert alice.nslookup("web").addresses == [svc["spec"]["clusterIP"]]
+
+
+@pytest.mark.parametrize("verb", [
+    lambda l: l.proxy_rules(),
+    lambda l: l.conntrack(),
+    lambda l: l.trace("http://web", "pod/x"),
+    lambda l: l.curl("http://web", "node/lab-worker"),
+    lambda l: l.set_proxy_mode("nftables"),
+    lambda l: l.stop_kube_proxy(),
+    lambda l: l.meter(),
+])
+def test_node_access_is_unavailable_with_a_reason(kube, verb):
+    with pytest.raises(BackendUnavailable) as info:
+        verb(kube)
+    message = str(info.value)
+    assert "kube backend" in message or "cluster-admin" in message or "embedded control plane" in message
+    assert "kind" in message or "sim" in message
+
+
+def test_proxy_mode_from_the_kube_proxy_configmap(kube):
+    assert kube.proxy_mode == "iptables"
+
+
+def test_curl_from_a_pod_reports_the_answering_pod(kube):
+    kube.apply(lesson.ECHO)
+    kube.apply(lesson.echo_service("Cluster"))
+    kube.wait(lambda l: lesson.ready(l, "echo") == 3 and len(lesson.running_pods(l, "client")) == 1)
+    result = kube.curl("http://echo/hostname", source="pod/client")
+    assert result.ok and result.status == 200
+    assert result.pod in [p["metadata"]["name"] for p in lesson.running_pods(kube, "echo")]
+    assert result.node and result.namespace == "default"
+    refused = kube.curl("http://echo:81/", source="pod/client")
+    assert not refused.ok and refused.exit_code in (7, 28) and refused.error.startswith("curl: (")
+
+
+def test_unreachable_server_says_so(tmp_path):
+    config = tmp_path / "kubeconfig"
+    config.write_text("""apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:9", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+""")
+    lab = Lab(backend="kube", kubeconfig=str(config), request_timeout=3)
+    with pytest.raises(BackendUnavailable, match="cannot reach the Kubernetes API server at https://127.0.0.1:9"):
+        lab.get("pods")
+
+
+def test_missing_kubeconfig(tmp_path):
+    with pytest.raises(BackendUnavailable, match="cannot load the kubeconfig"):
+        Lab(backend="kube", kubeconfig=str(tmp_path / "none"))
+
+
+def test_unknown_option():
+    from labsupport.errors import BadRequest
+    with pytest.raises(BadRequest, match="unknown Lab option"):
+        Lab(backend="kube", kubeconfig="x", color="red")
