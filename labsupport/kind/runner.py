@@ -87,16 +87,26 @@ class RecordingRunner(CommandRunner):
 
     def __post_init__(self) -> None:
         super().__init__(None)
+        self._turns: dict[tuple[str, ...], list[CommandResult]] = {}
 
     def answer(self, prefix: Iterable[str], returncode: int = 0, stdout: str = "", stderr: str = "") -> None:
         """Script the result of every command that starts with `prefix`."""
         prefix = list(prefix)
         self.script.append((prefix, CommandResult(prefix, returncode, stdout, stderr)))
 
+    def answer_in_turn(self, prefix: Iterable[str], *stdouts: str) -> None:
+        """Script successive outputs of a command: the first call gets the first, the last one repeats."""
+        prefix = list(prefix)
+        self._turns[tuple(prefix)] = [CommandResult(prefix, 0, out, "") for out in stdouts]
+
     def which(self, name: str) -> str | None:
         return self.programs.get(name, f"/usr/bin/{name}")
 
     def _lookup(self, argv: list[str]) -> CommandResult:
+        for prefix, turns in self._turns.items():
+            if tuple(argv[:len(prefix)]) == prefix:
+                result = turns.pop(0) if len(turns) > 1 else turns[0]
+                return CommandResult(list(argv), result.returncode, result.stdout, result.stderr)
         for prefix, result in self.script:
             if argv[:len(prefix)] == prefix:
                 return CommandResult(list(argv), result.returncode, result.stdout, result.stderr)

@@ -1,0 +1,265 @@
+"""The exact docker and kind commands the kind backend runs, recorded instead of run; node verbs against the
+embedded API server (for the Kubernetes side) with scripted node output (for the Docker side)."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import yaml
+
+from labsupport import Lab
+from labsupport.errors import BackendUnavailable, BadRequest, NotFound
+from labsupport.kind import parse
+from labsupport.kind.cluster import KindCluster
+from labsupport.kind.config import LESSON_IMAGES, config_problems
+from labsupport.kind.progress import Progress, TerminalProgress
+from labsupport.kind.runner import RecordingRunner
+from tests.kind import lesson
+from tests.kind.conftest import embedded_kubeconfig
+
+DATA = Path(__file__).parent / "data"
+KIND_CREATE_OUTPUT = """Creating cluster "labsupport" ...
+ ✓ Ensuring node image (kindest/node:v1.37.0) 🖼
+ ✓ Preparing nodes 📦 📦 📦 📦
+ ✓ Writing configuration 📜
+ ✓ Starting control-plane 🕹️
+ ✓ Installing CNI 🔌
+ ✓ Installing StorageClass 💾
+ ✓ Joining worker nodes 🚜
+ ✓ Waiting ≤ 3m0s for control-plane = Ready ⏳
+ • Ready after 21s 💚
+Set kubectl context to "kind-labsupport"
+"""
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    """A private state directory for kubeconfigs and generated configs."""
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_create_runs_kind_with_the_generated_config(state):
+    runner = RecordingRunner()
+    runner.answer(["kind", "get", "clusters"], stdout="No kind clusters found.\n")
+    runner.answer(["kind", "create", "cluster"], stdout=KIND_CREATE_OUTPUT)
+    cluster = KindCluster("labsupport", "nftables", runner, progress="quiet")
+    assert cluster.ensure() is True
+    assert runner.commands() == [
+        "kind get clusters",
+        f"kind create cluster --name labsupport --config {state}/kind-labsupport.yaml --kubeconfig "
+        f"{state}/kind-labsupport.kubeconfig --wait 180s"]
+    written = yaml.safe_load((state / "kind-labsupport.yaml").read_text())
+    assert written["networking"]["kubeProxyMode"] == "nftables" and config_problems(written) == []
+
+
+def test_reuse_writes_kinds_kubeconfig(state):
+    runner = RecordingRunner()
+    runner.answer(["kind", "get", "clusters"], stdout="labsupport\n")
+    runner.answer(["kind", "get", "kubeconfig", "--name", "labsupport"], stdout="apiVersion: v1\nkind: Config\n")
+    cluster = KindCluster("labsupport", "iptables", runner)
+    assert cluster.ensure() is False
+    assert runner.commands() == ["kind get clusters", "kind get kubeconfig --name labsupport"]
+    assert (state / "kind-labsupport.kubeconfig").read_text() == "apiVersion: v1\nkind: Config\n"
+    assert (state / "kind-labsupport.kubeconfig").stat().st_mode & 0o777 == 0o600
+
+
+def test_create_failure_says_what_kind_said(state):
+    runner = RecordingRunner()
+    runner.answer(["kind", "create"], returncode=1, stdout=" ✗ Preparing nodes 📦\nERROR: failed to create "
+                  "cluster: could not find a log line that matches \"Reached target .*Multi-User System.*\"\n")
+    with pytest.raises(BackendUnavailable, match=r"kind create cluster --name labsupport failed \(exit code 1\)"
+                                                 r":\n✗ Preparing nodes"):
+        KindCluster("labsupport", "iptables", runner, progress="quiet").create()
+
+
+def test_no_cluster_and_create_false(state):
+    with pytest.raises(BackendUnavailable, match="there is no kind cluster named labsupport"):
+        KindCluster("labsupport", "iptables", RecordingRunner()).ensure(create=False)
+
+
+def test_names_carry_the_prefix():
+    with pytest.raises(BadRequest, match="starts with 'labsupport'.*try 'labsupport-demo'"):
+        KindCluster("demo")
+
+
+def test_images_preloaded_only_when_present(state):
+    runner = RecordingRunner()
+    runner.answer(["docker", "image", "inspect", "--format", "{{.Id}}", "nginx:1.27"], stdout="sha256:1\n")
+    runner.answer(["docker", "image", "inspect"], returncode=1, stderr="Error: No such image\n")
+    loaded = KindCluster("labsupport", "iptables", runner, progress="quiet").load_images()
+    assert loaded == ["nginx:1.27"]
+    assert [c for c in runner.commands() if c.startswith("kind")] == ["kind load docker-image nginx:1.27 --name "
+                                                                       "labsupport"]
+    assert len([c for c in runner.commands() if c.startswith("docker image inspect")]) == len(LESSON_IMAGES)
+    assert "registry.k8s.io/e2e-test-images/agnhost:2.53" in LESSON_IMAGES
+
+
+def test_client_container_on_the_kind_network(state):
+    runner = RecordingRunner()
+    runner.answer(["docker", "inspect", "-f", "{{.State.Running}}"], returncode=1, stderr="No such object\n")
+    cluster = KindCluster("labsupport", "iptables", runner)
+    cluster.client_exec(["curl", "http://172.18.0.3:30080/"])
+    assert runner.commands() == [
+        "docker inspect -f {{.State.Running}} labsupport-client",
+        "docker run -d --name labsupport-client --network kind --label dev.labsupport.client=labsupport "
+        "--entrypoint sleep curlimages/curl:8.11.1 infinity",
+        "docker exec labsupport-client curl http://172.18.0.3:30080/"]
+
+
+def test_node_commands(state):
+    runner = RecordingRunner()
+    runner.answer(["kind", "get", "nodes"], stdout="labsupport-worker\nlabsupport-control-plane\nlabsupport-worker3\n"
+                                                   "labsupport-worker2\n")
+    runner.answer(["docker", "inspect", "-f", "{{.State.Pid}}"], stdout="4242\n")
+    cluster = KindCluster("labsupport", "iptables", runner)
+    assert cluster.nodes() == ["labsupport-control-plane", "labsupport-worker", "labsupport-worker2",
+                               "labsupport-worker3"]
+    assert cluster.node_pid("labsupport-worker") == 4242
+    cluster.node_exec("labsupport-worker", ["iptables-save"])
+    assert runner.commands()[-1] == "docker exec labsupport-worker iptables-save"
+
+
+def test_progress_follows_kinds_steps():
+    out = io.StringIO()
+    progress = TerminalProgress("Creating kind cluster labsupport", 8, stream=out)
+    for line in KIND_CREATE_OUTPUT.splitlines():
+        progress.line(line)
+    assert progress.done == 8 and not progress.failed
+    progress.finish(True)
+    assert "[########################] 8/8" in out.getvalue()
+    quiet = Progress("x", 8)
+    quiet.line(" ✗ Preparing nodes 📦")
+    assert quiet.failed
+
+
+# --- node verbs: the embedded API server for objects, scripted docker output for nodes ----------------------
+
+@pytest.fixture
+def kind_lab(server, state):
+    """A kind lab whose Kubernetes side is the embedded API server and whose Docker side is a recorder."""
+    config = Path(embedded_kubeconfig(server)).read_text()
+    runner = RecordingRunner()
+    runner.answer(["kind", "get", "clusters"], stdout="labsupport\n")
+    runner.answer(["kind", "get", "kubeconfig"], stdout=config)
+    runner.answer(["kind", "get", "nodes"], stdout="lab-control-plane\nlab-worker\nlab-worker2\nlab-worker3\n")
+    runner.answer(["docker", "image", "inspect"], returncode=1)
+    lab = Lab(backend="kind", runner=runner, preflight=False, progress="quiet")
+    lab.runner = runner
+    yield lab
+    lab.close()
+
+
+def test_kind_lab_reuses_and_reads_objects(kind_lab):
+    assert kind_lab.backend_name == "kind"
+    assert kind_lab.kubeconfig.endswith("kind-labsupport.kubeconfig")
+    assert len(kind_lab.get("nodes")) == 4
+    assert kind_lab.proxy_mode == "iptables"
+    assert "kind get kubeconfig --name labsupport" in kind_lab.runner.commands()
+
+
+def test_proxy_rules_per_mode(kind_lab):
+    runner = kind_lab.runner
+    runner.answer(["docker", "exec", "lab-worker", "iptables-save"],
+                  stdout=(DATA / "iptables-save-c-kind-worker.txt").read_text())
+    rules = kind_lab.proxy_rules()
+    assert "KIND-MASQ-AGENT" not in rules and "-A KUBE-SVC-LOLE4ISW44XBNF3G" in rules
+    assert runner.commands()[-1] == "docker exec lab-worker iptables-save"
+    runner.answer(["docker", "exec", "lab-worker2", "nft"], stdout=parse.nft_table(
+        (DATA / "nft-list-ruleset-kind-worker.txt").read_text()))
+    kind_lab.set_proxy_mode("nftables")
+    assert kind_lab.proxy_mode == "nftables"
+    assert kind_lab.proxy_rules("lab-worker2").startswith("table ip kube-proxy {")
+    assert runner.commands()[-1] == "docker exec lab-worker2 nft list table ip kube-proxy"
+    kind_lab.set_proxy_mode("ipvs")
+    runner.answer(["docker", "exec", "lab-worker", "ipvsadm"], returncode=127, stderr="exec: ipvsadm not found")
+    runner.answer(["docker", "exec", "lab-worker", "cat", "/proc/net/ip_vs"],
+                  stdout=(DATA / "proc-net-ip_vs.txt").read_text())
+    bundle = kind_lab.proxy_rules("node/lab-worker")
+    assert bundle.startswith("# ipvsadm -Ln\n") and "TCP  10.111.76.235:80 rr" in bundle
+    assert runner.commands()[-4:] == ["docker exec lab-worker cat /proc/net/ip_vs",
+                                      "docker exec lab-worker ip -brief addr show kube-ipvs0",
+                                      "docker exec lab-worker ipset list", "docker exec lab-worker iptables-save"]
+    with pytest.raises(NotFound):
+        kind_lab.proxy_rules("nope")
+
+
+def test_conntrack_and_node_internals(kind_lab):
+    runner = kind_lab.runner
+    runner.answer(["docker", "exec", "lab-worker", "conntrack", "-L"], stdout=(DATA / "conntrack-L.txt").read_text())
+    lines = kind_lab.conntrack()
+    assert len(lines) == 6 and lines[0].startswith("tcp      6 117 TIME_WAIT")
+    runner.answer(["docker", "exec", "lab-worker", "ip", "-4", "route"],
+                  stdout="default via 172.18.0.1 dev eth0\n10.244.2.0/24 via 172.18.0.4 dev eth0\n")
+    assert kind_lab.backend.node_routes()[0] == "default via 172.18.0.1 dev eth0"
+
+
+def test_curl_sources_and_the_answering_pod_from_conntrack(kind_lab):
+    lab, runner = kind_lab, kind_lab.runner
+    lab.apply(lesson.WEB)
+    lab.wait(lambda l: lesson.ready(l, "web") == 3)
+    pod = lesson.running_pods(lab, "web")[0]
+    nginx = "<!DOCTYPE html>\n<title>Welcome to nginx!</title>\n"
+    runner.answer(["docker", "inspect", "-f", "{{.State.Running}}"], stdout="true\n")
+    runner.answer(["docker", "exec", "labsupport-client", "curl"],
+                  stdout=nginx + parse.CURL_MARK + " 200 172.18.0.3 30080 172.18.0.9 48812\n")
+    runner.answer(["docker", "exec", "lab-worker", "conntrack", "-L", "-p", "tcp", "--orig-port-src", "48812"],
+                  stdout=f"tcp      6 117 TIME_WAIT src=172.18.0.9 dst=172.18.0.3 sport=48812 dport=30080 "
+                         f"src={pod['status']['podIP']} dst=172.18.0.3 sport=80 dport=6001 [ASSURED] mark=0 use=1\n")
+    result = lab.curl("http://172.18.0.3:30080/")
+    assert result.ok and result.body == nginx.rstrip("\n")
+    assert result.pod == pod["metadata"]["name"] and result.node == pod["spec"]["nodeName"]
+    assert result.endpoint == f"{pod['status']['podIP']}:80"
+    argv = runner.calls[-2]
+    assert argv[:5] == ["docker", "exec", "labsupport-client", "curl", "-sS"] and argv[-1] == "http://172.18.0.3:30080/"
+    runner.answer(["docker", "exec", "lab-worker2", "curl"], returncode=7, stdout=parse.CURL_MARK + " 000  0  0\n",
+                  stderr="curl: (7) Failed to connect to 10.96.0.99 port 80 after 0 ms: Couldn't connect to server\n")
+    refused = lab.curl("http://10.96.0.99/", source="node/lab-worker2")
+    assert refused.refused and not refused.ok and refused.error.startswith("curl: (7)")
+
+
+def test_trace_shows_counters_that_moved_and_the_conntrack_entry(kind_lab):
+    lab, runner = kind_lab, kind_lab.runner
+    before = (DATA / "iptables-save-c-kind-worker.txt").read_text()
+    line = next(l for l in before.splitlines() if "-A KUBE-SEP-7QE66YRUUVCO6FRM" in l and "DNAT" in l)
+    packets = int(line[1:line.index(":")])
+    after = before.replace(line, line.replace(f"[{packets}:", f"[{packets + 1}:", 1))
+    runner.answer_in_turn(["docker", "exec", "lab-worker", "iptables-save", "-c"], before, after)
+    runner.answer(["docker", "inspect", "-f", "{{.State.Running}}"], stdout="true\n")
+    runner.answer(["docker", "exec", "labsupport-client", "curl"],
+                  stdout="hi\n" + parse.CURL_MARK + " 200 172.18.0.3 30080 172.18.0.9 48812\n")
+    runner.answer(["docker", "exec", "lab-worker", "conntrack", "-L", "-p", "tcp"],
+                  stdout=(DATA / "conntrack-L.txt").read_text().replace("sport=48812", "sport=48812")
+                  .replace("src=172.18.0.5 dst=172.18.0.3 sport=48812", "src=172.18.0.9 dst=172.18.0.3 sport=48812"))
+    trace = lab.trace("http://172.18.0.3:30080/")
+    hop = trace.hops[-1]
+    assert hop.where == "lab-worker" and "1 kube-proxy rule(s) counted this request" in hop.what
+    (hit,) = hop.rules
+    assert hit.chain == "KUBE-SEP-7QE66YRUUVCO6FRM" and hit.action == "DNAT" and hit.packets == 1
+    assert "DNAT 172.18.0.3:30080 -> 10.244.2.3:80" in hop.rewrites
+    assert any(r.startswith("SNAT 172.18.0.9:48812 -> 172.18.0.3:17234") for r in hop.rewrites)
+    assert "trace http://172.18.0.3:30080/ from client" in trace.text()
+
+
+def test_stop_and_start_kube_proxy(kind_lab):
+    lab = kind_lab
+    lab.stop_kube_proxy("lab-worker")
+    node = lab.get("nodes", "lab-worker")
+    assert node["metadata"]["labels"]["labsupport.dev/kube-proxy-stopped"] == "true"
+    ds = lab.get("daemonsets", "kube-proxy", namespace="kube-system")
+    terms = ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert {"key": "labsupport.dev/kube-proxy-stopped", "operator": "DoesNotExist"} in terms[0]["matchExpressions"]
+    assert not lab.backend._proxy_running("lab-worker")
+    lab.start_kube_proxy("lab-worker")
+    assert lab.backend._proxy_running("lab-worker")
+
+
+def test_preflight_refuses_with_every_problem(state):
+    runner = RecordingRunner(programs={"docker": None, "kind": None})
+    with pytest.raises(BackendUnavailable) as info:
+        Lab(backend="kind", runner=runner)
+    text = str(info.value)
+    assert text.startswith("the kind backend cannot run here:\n  - Docker is not installed")
+    assert "\n  - kind is not installed" in text and "labsupport doctor" in text
