@@ -37,6 +37,7 @@ from labsupport.model.kinds import KINDS, KindInfo, by_resource
 from labsupport.model.selectors import matches_fields, parse_field_selector, to_selector
 
 MAX_BODY = 3 * 1024 * 1024
+DRAIN_LIMIT = 64 * 1024 * 1024
 ENDPOINTS_WARNING = '299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"'
 IDLE_STEP = 0.03
 DEFAULT_WATCH_SECONDS = 1800
@@ -471,7 +472,15 @@ class RequestHandler(BaseHTTPRequestHandler):
             return data
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY:
-            self._body_read = False
+            self.close_connection = True
+            if length <= DRAIN_LIMIT:
+                # read the rest away so the client gets to see the answer instead of a reset
+                left = length
+                while left > 0:
+                    chunk = self.rfile.read(min(left, 1 << 16))
+                    if not chunk:
+                        break
+                    left -= len(chunk)
             raise TooLarge(f"Request entity too large: limit is {MAX_BODY}")
         return self.rfile.read(length) if length else b""
 

@@ -1,0 +1,158 @@
+"""Pods and waiting: run -it --rm nslookup through the cluster DNS, get -w, the official Python client, and a
+watch that loses nothing under many rapid changes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from labsupport.kubectl import find_kubectl
+from tests.apiserver.conftest import wait_until
+
+
+def test_run_it_rm_nslookup_db(kubectl, lab):
+    result = kubectl("run -it --rm dnsutils --image=registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7 "
+                     "-- nslookup db")
+    ips = sorted(p["status"]["podIP"] for p in lab.get("pods", selector="app=db"))
+    answered = sorted(line.split()[-1] for line in result.stdout.splitlines() if line.startswith("Address: "))
+    assert answered == ips
+    assert "Name:\tdb.default.svc.cluster.local" in result.stdout
+    assert 'pod "dnsutils" deleted' in result.stdout
+
+
+def test_get_watch_sees_terminating(lab):
+    kube = [find_kubectl(), "get", "pods", "-l", "app=db", "-w"]
+    proc = subprocess.Popen(kube, env=dict(os.environ, KUBECONFIG=lab.kubeconfig), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert first.split()[:2] == ["NAME", "READY"]
+        lab.delete("pod", "db-2")
+        deadline = time.monotonic() + 15
+        seen = []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            seen.append(line)
+            if line.startswith("db-2") and "Terminating" in line:
+                break
+        assert any(line.startswith("db-2") and "Terminating" in line for line in seen), seen
+    finally:
+        proc.kill()
+        proc.wait()
+    lab.wait(lambda l: len([p for p in l.get("pods", selector="app=db") if p["status"].get("podIP")
+                            and not p["metadata"].get("deletionTimestamp")]) == 3, timeout=120)
+
+
+def test_official_python_client(lab):
+    kubernetes = pytest.importorskip("kubernetes")
+    client = kubernetes.config.new_client_from_config(config_file=lab.kubeconfig)
+    core = kubernetes.client.CoreV1Api(client)
+    names = [p.metadata.name for p in core.list_namespaced_pod("default", label_selector="app=db").items]
+    assert names == ["db-0", "db-1", "db-2"]
+    cm = kubernetes.client.V1ConfigMap(metadata=kubernetes.client.V1ObjectMeta(name="py"), data={"k": "v"})
+    created = core.create_namespaced_config_map("default", cm)
+    assert created.metadata.uid
+    w = kubernetes.watch.Watch()
+    seen = []
+    for event in w.stream(core.list_namespaced_config_map, "default", timeout_seconds=5):
+        seen.append((event["type"], event["object"].metadata.name))
+        if event["object"].metadata.name == "py":
+            if event["type"] == "ADDED":
+                core.delete_namespaced_config_map("py", "default")
+            elif event["type"] == "DELETED":
+                w.stop()
+    assert ("ADDED", "py") in seen and ("DELETED", "py") in seen
+    with pytest.raises(kubernetes.client.ApiException) as err:
+        core.read_namespaced_config_map("py", "default")
+    assert err.value.status == 404
+    apps = kubernetes.client.AppsV1Api(client)
+    assert apps.read_namespaced_deployment("web", "default").spec.replicas == 3
+
+
+def _watch_stream(api, path: str, out: list, ready: threading.Event, stop: threading.Event):
+    import http.client
+    conn = http.client.HTTPSConnection(api.host, api.port, context=api.context, timeout=30)
+    conn.request("GET", path, headers={"Authorization": f"Bearer {api.token}"})
+    resp = conn.getresponse()
+    ready.set()
+    while not stop.is_set():
+        line = resp.readline()
+        if not line:
+            break
+        out.append(json.loads(line))
+    conn.close()
+
+
+def test_watch_loses_nothing_under_rapid_changes(lab, api):
+    status, listing = api.json("GET", "/api/v1/namespaces/default/configmaps")
+    rv = listing["metadata"]["resourceVersion"]
+    streams = [[] for _ in range(4)]
+    stop = threading.Event()
+    threads = []
+    for out in streams:
+        ready = threading.Event()
+        t = threading.Thread(target=_watch_stream, daemon=True, args=(
+            api, f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=60",
+            out, ready, stop))
+        t.start()
+        ready.wait(5)
+        threads.append(t)
+    cluster = lab._backend.cluster
+    for i in range(1000):
+        name = f"c{i % 50}"
+        obj = cluster.store.find("ConfigMap", "default", name)
+        if obj is None:
+            cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"},
+                            "data": {"i": str(i)}})
+        else:
+            new = dict(obj, data={"i": str(i)})
+            cluster.replace(new)
+    wait_until(lambda: all(len(s) >= 1000 for s in streams), timeout=30)
+    stop.set()
+    for s in streams:
+        assert len(s) == 1000
+        assert [e["object"]["data"]["i"] for e in s] == [str(i) for i in range(1000)]
+        rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in s]
+        assert rvs == sorted(rvs)
+    for i in range(50):
+        cluster.delete("ConfigMap", "default", f"c{i}")
+
+
+def test_many_concurrent_clients(api):
+    errors = []
+
+    def worker():
+        try:
+            for _ in range(10):
+                status, body = api.json("GET", "/api/v1/pods")
+                assert status == 200 and body["items"]
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_watch_times_out_and_moves_clock(lab, api):
+    before = lab._backend.cluster.clock.now
+    status, _, body = api.request("GET", "/api/v1/namespaces/default/pods?watch=true&resourceVersion="
+                                  f"{lab._backend.cluster.store.rv}&timeoutSeconds=20")
+    assert status == 200
+    after = lab._backend.cluster.clock.now
+    assert after - before <= 20.5
+
+
+def test_advance_endpoint(lab, api):
+    before = lab._backend.cluster.clock.now
+    status, body = api.json("POST", "/labsupport/v1/advance?seconds=5")
+    assert status == 200 and body["status"] == "Success"
+    assert lab._backend.cluster.clock.now >= before + 5
+    assert api.request("POST", "/labsupport/v1/advance?seconds=5", token=False)[0] == 401
