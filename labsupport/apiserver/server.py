@@ -12,6 +12,7 @@ import os
 import secrets
 import select
 import shutil
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -130,6 +131,7 @@ class TLSServer(ThreadingHTTPServer):
     def get_request(self):
         """Accept one connection and wrap it in TLS without blocking the accept loop on the handshake."""
         sock, addr = self.socket.accept()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
 
     def handle_error(self, request, client_address) -> None:
