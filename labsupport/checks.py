@@ -1,0 +1,632 @@
+"""Assertions shared by the notebooks' self-checks and the course's autograder tests.
+
+Every check raises `CheckFailed` (an AssertionError) with a message that says what is wrong and where to look,
+and returns something useful when it passes. Checks only use the Lab's verbs, so they work on every backend.
+
+>>> from labsupport import Lab
+>>> with Lab(seed=0) as lab:
+...     checks_failed = False
+...     try:
+...         slice_has_ready_addresses(lab, "web", 3)
+...     except CheckFailed as err:
+...         checks_failed = "no Service \\"web\\"" in str(err)
+>>> checks_failed
+True
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Iterable
+from urllib.parse import urlsplit
+
+from labsupport.errors import NotFound
+
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+class CheckFailed(AssertionError):
+    """A check did not hold; the message says what is wrong and where to look."""
+
+
+def _fail(message: str) -> None:
+    raise CheckFailed(message)
+
+
+# --- reading the cluster ---------------------------------------------------------------------------------
+
+def find(lab: Any, kind: str, name: str, namespace: str = "default", hint: str = "") -> dict:
+    """The object, or a failure that says it is missing and how to list what exists."""
+    try:
+        return lab.get(kind, name, namespace=namespace)
+    except NotFound:
+        listing = f"lab.get({kind!r}" + (")" if namespace == "default" else f", namespace={namespace!r})")
+        _fail(f'there is no {_kind_word(kind)} "{name}" in namespace "{namespace}": did the cell that creates it '
+              f"run without an error? {hint or f'List what exists with {listing}.'}")
+    raise AssertionError("unreachable")     # pragma: no cover
+
+
+def _kind_word(kind: str) -> str:
+    return {"svc": "Service", "service": "Service", "services": "Service", "deploy": "Deployment",
+            "deployment": "Deployment", "sts": "StatefulSet", "statefulset": "StatefulSet",
+            "pod": "Pod", "pods": "Pod"}.get(kind.lower(), kind)
+
+
+def slices(lab: Any, service: str, namespace: str = "default") -> list[dict]:
+    """The EndpointSlices of a Service (the ones labelled kubernetes.io/service-name=<service>)."""
+    return lab.get("endpointslices", namespace=namespace, selector=f"{SERVICE_NAME_LABEL}={service}")
+
+
+def endpoints(slice_or_slices: Any) -> list[dict]:
+    """Every endpoint of a slice, a list of slices, or a `lab.get("endpointslices", …)` result."""
+    if isinstance(slice_or_slices, dict):
+        if "addresses" in slice_or_slices:
+            return [slice_or_slices]
+        if slice_or_slices.get("kind") == "EndpointSliceList" or "items" in slice_or_slices:
+            return endpoints(slice_or_slices.get("items") or [])
+        return list(slice_or_slices.get("endpoints") or [])
+    out: list[dict] = []
+    for item in slice_or_slices or []:
+        out.extend(endpoints(item))
+    return out
+
+
+def _ready(endpoint: dict) -> bool:
+    # An unset condition counts as true, as the API documents.
+    return (endpoint.get("conditions") or {}).get("ready") is not False
+
+
+def ready_addresses(lab: Any, service: str, namespace: str = "default") -> list[str]:
+    """The addresses the Service's slices list as ready, sorted."""
+    return sorted(a for e in endpoints(slices(lab, service, namespace)) if _ready(e) for a in e.get("addresses", []))
+
+
+def pod_is_ready(pod: dict) -> bool:
+    """Whether the pod's Ready condition is True."""
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def ready_pod_ips(lab: Any, selector: str, namespace: str = "default") -> list[str]:
+    """The IPs of the Ready, not terminating pods a label selector picks, sorted."""
+    return sorted(p["status"]["podIP"] for p in lab.get("pods", namespace=namespace, selector=selector)
+                  if pod_is_ready(p) and not p["metadata"].get("deletionTimestamp") and p["status"].get("podIP"))
+
+
+def node_ips(lab: Any) -> dict[str, str]:
+    """Each node's InternalIP, by node name."""
+    out = {}
+    for node in lab.get("nodes", namespace=None):
+        for addr in (node.get("status") or {}).get("addresses") or []:
+            if addr.get("type") == "InternalIP":
+                out[node["metadata"]["name"]] = addr["address"]
+                break
+    return out
+
+
+def _selector_text(selector: dict | None) -> str:
+    return ",".join(f"{k}={v}" for k, v in (selector or {}).items())
+
+
+# --- exercise 1: Deployments, Services and their EndpointSlices ------------------------------------------
+
+def deployment_ready(lab: Any, name: str, replicas: int, image: str | None = None,
+                     namespace: str = "default") -> dict:
+    """The Deployment asks for `replicas` pods of `image` (repository) and all of them are available."""
+    dep = find(lab, "deployment", name, namespace)
+    spec = dep.get("spec") or {}
+    if spec.get("replicas", 1) != replicas:
+        _fail(f'the Deployment "{name}" asks for {spec.get("replicas", 1)} replicas, expected {replicas}: '
+              "set spec.replicas in the manifest (or lab.scale()).")
+    if image is not None:
+        images = [c.get("image", "") for c in spec["template"]["spec"].get("containers", [])]
+        if not any(i.split("@")[0].split(":")[0].rsplit("/", 1)[-1] == image for i in images):
+            _fail(f'the Deployment "{name}" runs {images}, expected an image of "{image}" '
+                  f'(for example "{image}:1.27"): check spec.template.spec.containers[0].image.')
+    available = (dep.get("status") or {}).get("availableReplicas", 0)
+    if available != replicas:
+        _fail(f'the Deployment "{name}" has {available} available replicas, expected {replicas}: pods take a '
+              "moment to start, so wait for them, e.g. lab.wait(lambda l: "
+              f"len(checks.ready_addresses(l, {name!r})) == {replicas}), or look at lab.get('pods', "
+              f"selector={_selector_text(spec.get('selector', {}).get('matchLabels'))!r}).")
+    return dep
+
+
+def service_type(lab: Any, name: str, expected: str, namespace: str = "default") -> dict:
+    """The Service exists and has `spec.type` `expected` (ClusterIP, NodePort, LoadBalancer)."""
+    svc = find(lab, "service", name, namespace)
+    got = (svc.get("spec") or {}).get("type", "ClusterIP")
+    if got != expected:
+        _fail(f'the Service "{name}" is of type {got}, expected {expected}: set spec.type in its manifest.')
+    return svc
+
+
+def slice_has_ready_addresses(lab: Any, service: str, count: int, namespace: str = "default") -> list[str]:
+    """The Service's EndpointSlices list exactly `count` ready addresses; returns them."""
+    svc = find(lab, "service", service, namespace)
+    found = slices(lab, service, namespace)
+    if not found:
+        _fail(f'the Service "{service}" has no EndpointSlice: the controller writes one as soon as the Service '
+              f"exists; look with lab.get('endpointslices', selector='{SERVICE_NAME_LABEL}={service}').")
+    addresses = ready_addresses(lab, service, namespace)
+    if len(addresses) != count:
+        selector = _selector_text((svc.get("spec") or {}).get("selector"))
+        all_eps = endpoints(found)
+        extra = ""
+        if not all_eps:
+            extra = (f" The slice is empty: does the selector {selector!r} match any pod's labels? Compare with "
+                     f"lab.get('pods', selector={selector!r}).")
+        elif len(addresses) < count:
+            extra = (f" {len(all_eps) - len(addresses)} endpoint(s) are listed but not ready: are all pods Ready "
+                     f"(readiness probe), or still starting? Try lab.get('pods', selector={selector!r}).")
+        _fail(f'the slices of "{service}" list {len(addresses)} ready address(es), expected {count}: '
+              f"are all pods Ready? try lab.get('pods', selector={selector!r}).{extra}")
+    return addresses
+
+
+def slice_matches_pods(lab: Any, service: str, selector: str, namespace: str = "default") -> list[str]:
+    """The ready addresses of the Service are exactly the IPs of the Ready pods `selector` picks."""
+    addresses = ready_addresses(lab, service, namespace)
+    pods = ready_pod_ips(lab, selector, namespace)
+    if addresses != pods:
+        _fail(f'the slices of "{service}" list {addresses} but the Ready pods with {selector} have {pods}: the '
+              "slice follows the Service's selector and the pods' readiness; compare the Service's "
+              "spec.selector with the pods' labels.")
+    return addresses
+
+
+def same_addresses(addresses: Iterable[str], lab: Any, service: str, namespace: str = "default") -> None:
+    """`addresses` (what you read) are the ready addresses the Service's slices list now."""
+    if isinstance(addresses, str) or addresses is None:
+        _fail(f"expected a list of IP strings, got {addresses!r}: collect e['addresses'][0] for every endpoint "
+              "e of every slice.")
+    got = sorted(addresses)
+    want = ready_addresses(lab, service, namespace)
+    if got != want:
+        _fail(f'you have {got}, but the slices of "{service}" list {want} as ready: read them from '
+              f"lab.get('endpointslices', selector='{SERVICE_NAME_LABEL}={service}'), "
+              "each slice's endpoints[*].addresses.")
+
+
+def endpoint_terminating(captured: Any, pod_ip: str) -> dict:
+    """In the captured slice(s) the endpoint of `pod_ip` is terminating: ready false, serving true, terminating true."""
+    if captured is None:
+        _fail("nothing was captured: store the slice (or the list lab.get('endpointslices', …) returns) in a "
+              "variable right after deleting the pod, before moving the clock.")
+    eps = endpoints(captured)
+    match = [e for e in eps if pod_ip in e.get("addresses", [])]
+    if not match:
+        listed = sorted(a for e in eps for a in e.get("addresses", []))
+        _fail(f"the captured slice has no endpoint for {pod_ip} (it lists {listed}): capture the slice right after "
+              "lab.delete(...), before advancing the clock past the pod's grace period (30 s by default), and "
+              "check that the pod you deleted had this IP.")
+    cond = match[0].get("conditions") or {}
+    if not cond.get("terminating"):
+        _fail(f"the endpoint {pod_ip} in the captured slice is not terminating (conditions: {cond}): capture the "
+              "slice AFTER lab.delete(...) of that pod, not before.")
+    if cond.get("ready") is not False:
+        _fail(f"the endpoint {pod_ip} is terminating but still ready (conditions: {cond}): a terminating endpoint "
+              "is never ready; is this really the slice after the delete?")
+    return match[0]
+
+
+def address_gone(lab: Any, service: str, address: str, namespace: str = "default") -> None:
+    """`address` is no longer listed in any of the Service's slices (its pod is gone)."""
+    listed = [a for e in endpoints(slices(lab, service, namespace)) for a in e.get("addresses", [])]
+    if address in listed:
+        _fail(f'{address} is still listed in the slices of "{service}": the pod is terminating until its grace '
+              "period ends; advance the clock (lab.advance(seconds) or lab.wait(...)) until it is gone.")
+
+
+# --- exercise 2: headless Services and DNS ---------------------------------------------------------------
+
+def headless(lab: Any, name: str, namespace: str = "default") -> dict:
+    """The Service is headless: `spec.clusterIP` is "None"."""
+    svc = find(lab, "service", name, namespace)
+    ip = (svc.get("spec") or {}).get("clusterIP")
+    if ip != "None":
+        _fail(f'the Service "{name}" has clusterIP {ip!r}, so it is not headless: set spec.clusterIP: None. '
+              "clusterIP cannot change on an existing Service, so delete it (lab.delete('svc', "
+              f"{name!r})) and create it again.")
+    return svc
+
+
+def _answer_addresses(answer: Any) -> list[str]:
+    if answer is None or not hasattr(answer, "addresses"):
+        _fail(f"expected the answer of lab.nslookup(...), got {answer!r}.")
+    return sorted(answer.addresses)
+
+
+def nslookup_returns_pod_ips(answer: Any, lab: Any, selector: str, namespace: str = "default") -> list[str]:
+    """The nslookup answer lists the IPs of the Ready pods `selector` picks, not a ClusterIP."""
+    got = _answer_addresses(answer)
+    want = ready_pod_ips(lab, selector, namespace)
+    if got == want:
+        return got
+    if not got:
+        _fail(f"nslookup found no address ({getattr(answer, 'rcode', '?')}): a headless Service with no ready "
+              f"endpoints is NXDOMAIN; are the pods with {selector} Ready? The answer was:\n{answer.text}")
+    service_ips = {s["spec"].get("clusterIP") for s in lab.get("services", namespace=namespace)}
+    if len(got) == 1 and got[0] in service_ips:
+        _fail(f"nslookup returned one address, {got[0]}, which is a Service's ClusterIP: the Service is not "
+              "headless (clusterIP: None), so DNS answers with its virtual IP instead of the pods.")
+    _fail(f"nslookup returned {got}, but the Ready pods with {selector} have {want}: query the Service's name "
+          "and check its selector.")
+    return got
+
+
+def nslookup_is_pod(answer: Any, lab: Any, pod: str, namespace: str = "default") -> str:
+    """The nslookup answer is exactly the IP of one pod (a StatefulSet pod's own DNS name)."""
+    got = _answer_addresses(answer)
+    ip = find(lab, "pod", pod, namespace)["status"].get("podIP")
+    if got != [ip]:
+        _fail(f'expected the one address of pod "{pod}" ({ip}), got {got}: a StatefulSet pod is named '
+              "<pod>.<serviceName>, e.g. web-0.web, and the Service must be headless with the StatefulSet's "
+              "serviceName as its name.")
+    return ip
+
+
+def statefulset_pods(lab: Any, name: str, replicas: int, service: str | None = None,
+                     namespace: str = "default") -> list[str]:
+    """The StatefulSet runs pods <name>-0 … <name>-(replicas-1), all Ready, governed by a headless Service."""
+    sts = find(lab, "statefulset", name, namespace)
+    governing = (sts.get("spec") or {}).get("serviceName")
+    if service is not None and governing != service:
+        _fail(f'the StatefulSet "{name}" has serviceName {governing!r}, expected {service!r}: the serviceName '
+              "names the headless Service that gives each pod its DNS name.")
+    headless(lab, governing or name, namespace)
+    want = [f"{name}-{i}" for i in range(replicas)]
+    selector = _selector_text((sts["spec"].get("selector") or {}).get("matchLabels"))
+    pods = {p["metadata"]["name"]: p for p in lab.get("pods", namespace=namespace, selector=selector)}
+    missing = [n for n in want if n not in pods or not pod_is_ready(pods[n])]
+    if missing:
+        _fail(f"pods {missing} are missing or not Ready: a StatefulSet starts its pods one at a time, in order "
+              "(web-1 only after web-0 is Ready), so wait longer, e.g. lab.wait(lambda l: "
+              f"len(checks.ready_addresses(l, {governing or name!r})) == {replicas}, timeout=120).")
+    return want
+
+
+# --- exercise 3: NodePort and the client's source IP -----------------------------------------------------
+
+def node_port(lab: Any, service: str, namespace: str = "default", index: int = 0) -> int:
+    """The nodePort the API server gave the Service's port `index`."""
+    svc = find(lab, "service", service, namespace)
+    ports = (svc.get("spec") or {}).get("ports") or []
+    if len(ports) <= index or not ports[index].get("nodePort"):
+        _fail(f'the Service "{service}" has no nodePort: only NodePort and LoadBalancer Services get one; '
+              "set spec.type: NodePort.")
+    return ports[index]["nodePort"]
+
+
+def external_traffic_policy(lab: Any, service: str, expected: str, namespace: str = "default") -> dict:
+    """The Service's `spec.externalTrafficPolicy` is `expected` (Cluster or Local)."""
+    svc = find(lab, "service", service, namespace)
+    got = (svc.get("spec") or {}).get("externalTrafficPolicy", "Cluster")
+    if got != expected:
+        _fail(f'the Service "{service}" has externalTrafficPolicy {got}, expected {expected}: set '
+              "spec.externalTrafficPolicy in its manifest and apply it again.")
+    return svc
+
+
+def _check_result(result: Any) -> None:
+    if result is None or not hasattr(result, "status"):
+        _fail(f"expected the result of lab.curl(...), got {result!r}.")
+
+
+def seen_ip(result: Any) -> str | None:
+    """The client address the app saw: agnhost's /clientip body ("ip:port"), else the result's client_ip."""
+    _check_result(result)
+    body = (result.body or "").strip()
+    match = re.fullmatch(r"\[?([0-9a-fA-F.:]+?)\]?:\d+", body)
+    return match.group(1) if match else result.client_ip
+
+
+def reached_node_port(result: Any, lab: Any, service: str, namespace: str = "default") -> str:
+    """The request went from outside the cluster to <node IP>:<nodePort of service> and got an HTTP answer."""
+    _check_result(result)
+    port = node_port(lab, service, namespace)
+    parts = urlsplit(result.url if "://" in result.url else f"http://{result.url}")
+    ips = node_ips(lab)
+    if parts.hostname not in ips.values():
+        _fail(f"the request went to {parts.hostname}, which is not a node's IP ({sorted(ips.values())}): a "
+              "NodePort is opened on every node's own address; read one from lab.get('nodes').")
+    if parts.port != port:
+        _fail(f'the request went to port {parts.port}, but the nodePort of "{service}" is {port}: find it in '
+              f"lab.get('svc', {service!r})['spec']['ports'][0]['nodePort'] (the PORT(S) column shows 80:{port}/TCP).")
+    if result.source not in ("client", "outside", "external"):
+        _fail(f"the request came from {result.source!r}: send it from outside the cluster, source='client'.")
+    if not result.ok:
+        _fail(f"the request to {parts.hostname}:{port} got no answer ({result.error}): a timeout on a Local "
+              "Service means this node has no pod of it; refused means no endpoints at all.")
+    return parts.hostname
+
+
+def source_ip_snatted(result: Any, lab: Any) -> str:
+    """The app saw a node's address instead of the client's: the request was masqueraded (SNAT)."""
+    _check_result(result)
+    if not result.ok:
+        _fail(f"the request got no answer ({result.error}), so there is no source IP to look at.")
+    ip = seen_ip(result)
+    nodes = set(node_ips(lab).values())
+    if ip in nodes or _is_pod_gateway(ip):
+        return ip
+    _fail(f"the app saw {ip}, not a node address: with externalTrafficPolicy Cluster a request to a node "
+          "without a local pod is forwarded and SNATed to the node's IP. Send it to a node whose pods are "
+          "elsewhere, and check the Service's policy.")
+    return ip
+
+
+def _is_pod_gateway(ip: str | None) -> bool:
+    # A masqueraded packet delivered to a pod on the same node leaves with the node's bridge address (x.y.z.1).
+    return bool(ip) and ip.startswith("10.244.") and ip.endswith(".1")
+
+
+def source_ip_preserved(result: Any, lab: Any | None = None) -> str:
+    """The app saw the client's own address: no SNAT on the way."""
+    _check_result(result)
+    if not result.ok:
+        _fail(f"the request got no answer ({result.error}): with externalTrafficPolicy Local only nodes that "
+              "run a pod of the Service answer; send it to such a node (see each pod's spec.nodeName).")
+    ip = seen_ip(result)
+    nodes = set(node_ips(lab).values()) if lab is not None else set()
+    if ip in nodes or _is_pod_gateway(ip):
+        _fail(f"the app saw {ip}, a node's address: the request was masqueraded (SNAT). Set "
+              "externalTrafficPolicy: Local on the Service and send the request to a node that runs a pod.")
+    return ip
+
+
+def dropped(result: Any) -> None:
+    """The connection got no answer at all: it was silently dropped and timed out."""
+    _check_result(result)
+    if result.ok:
+        _fail(f"the request was answered ({result.status} from pod {result.pod} on {result.node}): with "
+              "externalTrafficPolicy Local, a node WITHOUT a pod of the Service drops it; pick a node where no "
+              "pod runs.")
+    if not result.timed_out:
+        _fail(f"the request failed with {result.error!r}, not a timeout: a Local policy drop is silent "
+              "(no REJECT), the client waits and times out.")
+
+
+def node_without_pod(lab: Any, node: str, selector: str, namespace: str = "default") -> str:
+    """No pod picked by `selector` runs on `node`."""
+    if node not in node_ips(lab):
+        _fail(f"{node!r} is not a node name: the nodes are {sorted(node_ips(lab))}.")
+    here = [p["metadata"]["name"] for p in lab.get("pods", namespace=namespace, selector=selector)
+            if p["spec"].get("nodeName") == node]
+    if here:
+        _fail(f"pods {here} run on {node}: look at each pod's spec.nodeName for the nodes that have one.")
+    return node
+
+
+# --- exercise 4: reading kube-proxy's rules --------------------------------------------------------------
+
+def _port_name(lab: Any, service: str, namespace: str) -> str:
+    svc = find(lab, "service", service, namespace)
+    name = ((svc.get("spec") or {}).get("ports") or [{}])[0].get("name")
+    return f"{namespace}/{service}:{name}" if name else f"{namespace}/{service}"
+
+
+def iptables_service_chain(rules: str, port_name: str) -> str | None:
+    """The KUBE-SVC-… (or KUBE-SVL-…) chain KUBE-SERVICES jumps to for "<ns>/<svc>:<port>" cluster IP traffic."""
+    for line in rules.splitlines():
+        if line.startswith("-A KUBE-SERVICES ") and f'--comment "{port_name} cluster IP"' in line:
+            match = re.search(r"-j (KUBE-SV[CL]-\w+)", line)
+            if match:
+                return match.group(1)
+    return None
+
+
+def iptables_chain_rules(rules: str, chain: str) -> list[str]:
+    """The `-A <chain> …` lines of one chain, in order."""
+    return [line for line in rules.splitlines() if line.startswith(f"-A {chain} ")]
+
+
+def iptables_endpoint_jumps(rules: str, chain: str) -> list[tuple[str, float]]:
+    """(KUBE-SEP chain, probability) for each endpoint rule of a service chain; the last rule's is 1.0."""
+    out = []
+    for line in iptables_chain_rules(rules, chain):
+        match = re.search(r"-j (KUBE-SEP-\w+)", line)
+        if match:
+            prob = re.search(r"--probability ([0-9.]+)", line)
+            out.append((match.group(1), float(prob.group(1)) if prob else 1.0))
+    return out
+
+
+def _rules(lab: Any, node: str | None, mode: str) -> str:
+    if lab.proxy_mode != mode:
+        _fail(f"kube-proxy runs in {lab.proxy_mode} mode, not {mode}: switch with lab.set_proxy_mode({mode!r}).")
+    return lab.proxy_rules(node)
+
+
+def service_chain(answer: Any, lab: Any, service: str, node: str | None = None, namespace: str = "default") -> str:
+    """`answer` is the KUBE-SVC chain of the Service's first port in the node's iptables rules."""
+    rules = _rules(lab, node, "iptables")
+    port_name = _port_name(lab, service, namespace)
+    chain = iptables_service_chain(rules, port_name)
+    if chain is None:
+        _fail(f'no rule in KUBE-SERVICES carries the comment "{port_name} cluster IP": does the Service have '
+              "ready endpoints? (without any, kube-proxy writes only a REJECT in the filter table)")
+    if answer != chain:
+        _fail(f"{answer!r} is not the chain for {port_name}: find the -A KUBE-SERVICES line whose comment is "
+              f'"{port_name} cluster IP" and take its -j target (a KUBE-SVC-… name).')
+    return chain
+
+
+def endpoint_chains(answer: Any, lab: Any, service: str, node: str | None = None,
+                    namespace: str = "default") -> list[str]:
+    """`answer` lists the KUBE-SEP chains the Service's chain jumps to, in rule order."""
+    rules = _rules(lab, node, "iptables")
+    chain = iptables_service_chain(rules, _port_name(lab, service, namespace)) or ""
+    want = [sep for sep, _ in iptables_endpoint_jumps(rules, chain)]
+    got = list(answer) if isinstance(answer, (list, tuple)) else answer
+    if got != want:
+        if isinstance(got, list) and sorted(got) == sorted(want):
+            _fail("you found the right KUBE-SEP chains but not in the order of the rules: the order matters, "
+                  "it decides the probabilities.")
+        _fail(f"expected the {len(want)} KUBE-SEP-… targets of the -A {chain} rules, in order; got {got!r}.")
+    return want
+
+
+def probabilities(answer: Any, lab: Any, service: str, node: str | None = None,
+                  namespace: str = "default") -> list[float]:
+    """`answer` lists the probability on each endpoint rule of the Service's chain, in order (the last is 1)."""
+    rules = _rules(lab, node, "iptables")
+    chain = iptables_service_chain(rules, _port_name(lab, service, namespace)) or ""
+    want = [p for _, p in iptables_endpoint_jumps(rules, chain)]
+    try:
+        got = [float(x) for x in answer]
+    except (TypeError, ValueError):
+        _fail(f"expected a list of numbers, got {answer!r}.")
+    if len(got) != len(want):
+        _fail(f"the chain has {len(want)} endpoint rules, you gave {len(got)} probabilities.")
+    if not all(math.isclose(g, w, abs_tol=1e-6) for g, w in zip(got, want)):
+        _fail(f"{got} are not the probabilities in the rules: rule i (from 0) of N matches with probability "
+              "1/(N-i) of the packets that reach it; the last rule has no statistic match, so it takes all "
+              "the rest (1.0).")
+    return want
+
+
+def equal_shares(answer: Any, count: int, tolerance: float = 1e-6) -> None:
+    """`answer` lists the overall share of new connections each of `count` endpoints gets: 1/count each."""
+    try:
+        got = [float(x) for x in answer]
+    except (TypeError, ValueError):
+        _fail(f"expected a list of numbers, got {answer!r}.")
+    if len(got) != count or not all(math.isclose(g, 1 / count, abs_tol=tolerance) for g in got):
+        _fail(f"{got} are not the overall shares: endpoint i is picked when every rule before it missed and "
+              "its own rule matched, e.g. for 3 endpoints: 1/3, (1 - 1/3) * 1/2, (1 - 1/3) * (1 - 1/2) * 1.")
+
+
+def nft_numgen(answer: Any, lab: Any, service: str, node: str | None = None, namespace: str = "default") -> str:
+    """`answer` is the `numgen random mod N vmap { … }` rule of the Service's nftables service chain."""
+    rules = _rules(lab, node, "nftables")
+    svc = find(lab, "service", service, namespace)
+    port = (svc["spec"].get("ports") or [{}])[0]
+    name = f"{namespace}/{service}/{port.get('protocol', 'TCP').lower()}/{port.get('name') or port.get('port')}"
+    want = [line for line in rules.splitlines() if "numgen random mod" in line
+            and re.search(r"service-\w{8}-" + re.escape(name) + " ", line)]
+    if not want:
+        _fail(f"there is no numgen rule for {name}: does the Service have ready endpoints?")
+    if not isinstance(answer, str) or answer.strip() not in [w.strip() for w in want]:
+        _fail(f"{answer!r} is not the rule: look for the line 'add rule ip kube-proxy service-…-{name} numgen "
+              "random mod …' in lab.proxy_rules().")
+    return want[0]
+
+
+def ipvs_real_servers(answer: Any, lab: Any, service: str, node: str | None = None,
+                      namespace: str = "default") -> list[str]:
+    """`answer` lists the real servers ("ip:port") of the Service's IPVS virtual server for its ClusterIP."""
+    rules = _rules(lab, node, "ipvs")
+    svc = find(lab, "service", service, namespace)
+    port = (svc["spec"].get("ports") or [{}])[0]
+    head = f"{port.get('protocol', 'TCP')}  {svc['spec'].get('clusterIP')}:{port.get('port')} "
+    want: list[str] = []
+    inside = False
+    for line in rules.splitlines():
+        if line.startswith(head):
+            inside = True
+            continue
+        if inside:
+            match = re.match(r"\s+-> (\S+)", line)
+            if not match:
+                break
+            want.append(match.group(1))
+    got = sorted(answer) if isinstance(answer, (list, tuple, set)) else answer
+    if got != sorted(want):
+        _fail(f"expected the real servers under '{head.strip()} …' in the ipvsadm -Ln part of "
+              f"lab.proxy_rules(), got {answer!r}.")
+    return want
+
+
+# --- exercise 5: troubleshooting -------------------------------------------------------------------------
+
+def service_answers(lab: Any, service: str, source: str, path: str = "/", namespace: str = "default",
+                    port: int | None = None) -> Any:
+    """A request from `source` to http://<service>[:port]<path> gets HTTP 200 from one of the Service's pods."""
+    svc = find(lab, "service", service, namespace)
+    host = service if namespace == "default" else f"{service}.{namespace}"
+    url = f"http://{host}{f':{port}' if port else ''}{path}"
+    result = lab.curl(url, source=source)
+    selector = _selector_text((svc.get("spec") or {}).get("selector"))
+    if result.ok and result.status == 200:
+        return result
+    ready = ready_addresses(lab, service, namespace)
+    if result.ok:
+        _fail(f"{url} answered {result.status}: the app is reached but {path} is not served.")
+    if not ready:
+        every = endpoints(slices(lab, service, namespace))
+        if every:
+            _fail(f"{url}: {result.error}. The Service has {len(every)} endpoint(s) but none is ready: look at "
+                  f"the pods' readiness probe (lab.get('pods', selector={selector!r}) and the Unhealthy events "
+                  "in lab.get('events')).")
+        _fail(f"{url}: {result.error}. The Service has no endpoints at all: its selector {selector!r} matches "
+              "no pod; compare it with the pods' labels (lab.get('pods')).")
+    if result.refused:
+        _fail(f"{url}: {result.error}. The Service has {len(ready)} ready endpoint(s), yet the connection is "
+              "refused at the pod: the targetPort does not match the port the container listens on "
+              "(port is the Service's port, targetPort the container's).")
+    _fail(f"{url}: {result.error}.")
+    return result
+
+
+def balanced(hits: dict, pods: int, minimum_share: float = 0.15) -> None:
+    """`hits` (pod name → requests) spreads over `pods` pods, each with at least `minimum_share` of them."""
+    if not isinstance(hits, dict) or not hits:
+        _fail(f"expected a dict of pod name → number of requests, got {hits!r}.")
+    total = sum(hits.values())
+    if len(hits) < pods:
+        _fail(f"the requests reached only {sorted(hits)} of {pods} pods: a kept-alive connection stays on the "
+              "pod it first reached, even after a scale-up; open new connections (or close and reopen them) "
+              "so kube-proxy picks a pod for each.")
+    low = {k: v for k, v in hits.items() if v < minimum_share * total}
+    if low:
+        _fail(f"the spread {hits} is uneven: {sorted(low)} got under {minimum_share:.0%} of {total} requests.")
+
+
+# --- answers to questions --------------------------------------------------------------------------------
+
+def close_to(answer: Any, expected: float, relative: float = 0.05, what: str = "the value") -> None:
+    """`answer` is a number within `relative` of `expected`."""
+    try:
+        got = float(answer)
+    except (TypeError, ValueError):
+        _fail(f"expected a number for {what}, got {answer!r}.")
+    if not math.isclose(got, expected, rel_tol=relative):
+        _fail(f"{what} is {got:g}, which is not what the numbers give: recheck the arithmetic and the units.")
+
+
+def choice(answer: Any, expected: str, options: Iterable[str]) -> None:
+    """`answer` is one of `options` and the right one (no hint which is right)."""
+    options = list(options)
+    if not isinstance(answer, str) or answer.strip().lower() not in [o.lower() for o in options]:
+        _fail(f"answer with one of {options}, got {answer!r}.")
+    if answer.strip().lower() != expected.lower():
+        _fail(f"{answer!r} is not the right choice; reread the section and think again.")
+
+
+def choices(answer: Any, expected: Iterable[str], options: Iterable[str]) -> None:
+    """`answer` is the exact set of right options among `options`."""
+    options = [o.lower() for o in options]
+    try:
+        got = {str(a).strip().lower() for a in answer}
+    except TypeError:
+        _fail(f"answer with a set of options from {options}, got {answer!r}.")
+    unknown = got - set(options)
+    if unknown:
+        _fail(f"{sorted(unknown)} are not among the options {options}.")
+    want = {e.lower() for e in expected}
+    if got != want:
+        _fail(f"your selection {sorted(got)} is not right: {len(want - got)} right option(s) missing, "
+              f"{len(got - want)} wrong one(s) chosen.")
+
+
+__all__ = [
+    "CheckFailed", "find", "slices", "endpoints", "ready_addresses", "pod_is_ready", "ready_pod_ips", "node_ips",
+    "deployment_ready", "service_type", "slice_has_ready_addresses", "slice_matches_pods", "same_addresses",
+    "endpoint_terminating", "address_gone", "headless", "nslookup_returns_pod_ips", "nslookup_is_pod",
+    "statefulset_pods", "node_port", "external_traffic_policy", "seen_ip", "reached_node_port",
+    "source_ip_snatted", "source_ip_preserved", "dropped", "node_without_pod", "iptables_service_chain",
+    "iptables_chain_rules", "iptables_endpoint_jumps", "service_chain", "endpoint_chains", "probabilities",
+    "equal_shares", "nft_numgen", "ipvs_real_servers", "service_answers", "balanced", "close_to", "choice",
+    "choices",
+]

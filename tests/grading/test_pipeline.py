@@ -1,0 +1,197 @@
+"""Every assignment through nbgrader's own pipeline: generate, submit, autograde (one batch), feedback.
+
+Each assignment is graded once, in one `nbgrader autograde` batch of five submissions: the reference solution,
+the blank release, a plausible wrong answer, the blank release with a locked test cell edited to pass, and the
+solution with a cell that loops forever (placed between the others, so the batch has to go on after it).
+"""
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+
+import pytest
+
+from tests.grading.course import Course, cell_by_id, notebook_name, source_text
+
+pytestmark = pytest.mark.slow
+
+STUDENTS = ("blank", "loop", "solution", "tampered", "wrong")
+LOOP = "import time\nwhile True:\n    time.sleep(0.01)"
+
+
+@dataclass
+class Wrong:
+    """A plausible mistake: cell `cell` becomes `code`; test `fails` must fail with `message` in its error."""
+
+    cell: str
+    code: str
+    fails: str
+    message: str
+
+
+@dataclass
+class Plan:
+    """How to break each assignment."""
+
+    wrong: Wrong
+    tampered_test: str      # a locked test cell the tampering submission replaces with `pass`
+    loop_cell: str          # the solution cell the runaway submission replaces with an endless loop
+    still_passes: tuple[str, ...]   # tests before the loop that must still pass in the runaway submission
+
+
+PLANS = {
+    "01-endpointslices": Plan(
+        wrong=Wrong("deploy", '''WEB = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: nginx, image: nginx:1.27}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: wbe}
+  ports: [{port: 80, targetPort: 80, name: http}]
+"""
+lab.apply(WEB)
+lab.advance(20)''', "slice-test", "does the selector 'app=wbe' match any pod's labels?"),
+        tampered_test="slice-test", loop_cell="settle", still_passes=("deploy-test", "terminate-test")),
+}
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Course:
+    """One course copy for the module; assignments are generated and graded on first use."""
+    return Course(tmp_path_factory.mktemp("course"))
+
+
+_graded: set[str] = set()
+
+
+def graded(course: Course, assignment: str) -> Course:
+    """Generate, submit the five variants, autograde them in one batch and generate feedback (once)."""
+    if assignment in _graded:
+        return course
+    plan = PLANS[assignment]
+    course.nbgrader("generate_assignment", assignment, "--force")
+    solved = course.solved(assignment)
+    course.submit(assignment, "solution", solved)
+    course.submit(assignment, "blank", course.release(assignment))
+
+    wrong = course.solved(assignment)
+    cell_by_id(wrong, plan.wrong.cell)["source"] = plan.wrong.code
+    course.submit(assignment, "wrong", wrong)
+
+    tampered = course.release(assignment)
+    cell_by_id(tampered, plan.tampered_test)["source"] = "pass"
+    course.submit(assignment, "tampered", tampered)
+
+    loop = course.solved(assignment)
+    cell_by_id(loop, plan.loop_cell)["source"] = LOOP
+    course.submit(assignment, "loop", loop)
+
+    course.nbgrader("autograde", assignment, "--force")
+    course.nbgrader("generate_feedback", assignment, "--force")
+    _graded.add(assignment)
+    return course
+
+
+ASSIGNMENTS = sorted(PLANS)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_student_version_hides_solutions_and_hidden_tests(course, assignment):
+    graded(course, assignment)
+    release = course.release(assignment)
+    text = "\n".join(source_text(c) for c in release["cells"])
+    assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+    assert "raise NotImplementedError()" in text
+    for cell in release["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if meta.get("locked"):
+            assert cell["metadata"].get("editable") is False and cell["metadata"].get("deletable") is False
+        assert cell.get("outputs", []) == []
+    setup = source_text(cell_by_id(release, "setup"))
+    assert 'os.environ.get("LABSUPPORT_BACKEND", "sim"), seed=0' in setup
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solution_gets_full_autograded_marks(course, assignment):
+    graded(course, assignment)
+    score, maximum = course.auto_total(assignment, "solution")
+    failing = {m.grade_id: course.errors(assignment, "solution", m.grade_id)[-800:]
+               for m in course.marks(assignment, "solution").values() if m.kind == "test" and m.auto != m.max}
+    assert score == maximum > 0, failing
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_blank_release_gets_zero(course, assignment):
+    graded(course, assignment)
+    score, maximum = course.auto_total(assignment, "blank")
+    assert score == 0 and maximum > 0
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_wrong_answer_fails_its_test_with_a_teaching_message(course, assignment):
+    graded(course, assignment)
+    wrong = PLANS[assignment].wrong
+    marks = course.marks(assignment, "wrong")
+    assert marks[wrong.fails].auto == 0
+    assert wrong.message in course.errors(assignment, "wrong", wrong.fails)
+    score, maximum = course.auto_total(assignment, "wrong")
+    assert 0 <= score < maximum
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_edited_locked_test_is_restored(course, assignment):
+    graded(course, assignment)
+    plan = PLANS[assignment]
+    restored = source_text(cell_by_id(course.autograded(assignment, "tampered"), plan.tampered_test))
+    original = source_text(cell_by_id(course.source(assignment), plan.tampered_test))
+    assert restored == original
+    assert course.marks(assignment, "tampered")[plan.tampered_test].auto == 0
+    assert course.auto_total(assignment, "tampered")[0] == 0
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_runaway_cell_times_out_and_the_batch_goes_on(course, assignment):
+    graded(course, assignment)
+    plan = PLANS[assignment]
+    error = course.errors(assignment, "loop", plan.loop_cell)
+    assert "KeyboardInterrupt" in error or "CellTimeoutError" in error or "Timeout" in error, error
+    marks = course.marks(assignment, "loop")
+    for test in plan.still_passes:
+        assert marks[test].auto == marks[test].max, course.errors(assignment, "loop", test)
+    score, maximum = course.auto_total(assignment, "loop")
+    assert 0 < score < maximum
+    # Students after "loop" in the batch were graded too.
+    assert course.auto_total(assignment, "solution")[0] > 0
+    assert (course.root / "autograded" / "wrong" / assignment).exists()
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_feedback_shows_the_result_and_the_cluster_picture(course, assignment):
+    graded(course, assignment)
+    html = course.feedback(assignment, "solution")
+    score, maximum = course.auto_total(assignment, "solution")
+    assert f"(Score: {score:.1f} / " in html
+    assert 'class="labsupport-cluster-graph"' in html and "<svg" in html
+    assert "application/vnd.jupyter.widget-view+json" not in html
+    wrong = PLANS[assignment].wrong
+    assert wrong.message.split("'")[0][:30] in course.feedback(assignment, "wrong")
+
+
+def test_autograde_ignores_the_graders_backend_setting(course):
+    assignment = ASSIGNMENTS[0]
+    graded(course, assignment)
+    assert course.env["LABSUPPORT_BACKEND"] == "kind"
+    nb = course.autograded(assignment, "solution")
+    shown = " ".join(str(o.get("data", {}).get("text/plain", "")) for o in cell_by_id(nb, "setup")["outputs"])
+    assert "backend='sim'" in shown and "proxy_mode='iptables'" in shown and "seed=0" in shown
