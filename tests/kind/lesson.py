@@ -14,7 +14,13 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec:
-      containers: [{name: nginx, image: nginx:1.27, ports: [{containerPort: 80, name: http}]}]
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        ports: [{containerPort: 80, name: http}]
+        # nginx stops at once on SIGTERM; a short preStop keeps the terminating endpoint visible long enough
+        # to catch it on a real cluster too.
+        lifecycle: {preStop: {exec: {command: [sleep, "5"]}}}
 ---
 apiVersion: v1
 kind: Service
