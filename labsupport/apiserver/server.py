@@ -491,6 +491,9 @@ class RequestHandler(BaseHTTPRequestHandler):
         if not raw.strip():
             raise BadRequest("the request body is empty")
         ctype = self.headers.get("Content-Type", "application/json").split(";")[0].strip()
+        if ctype == "application/vnd.kubernetes.protobuf":
+            from labsupport.apiserver.protobuf import decode_object
+            return decode_object(raw)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:

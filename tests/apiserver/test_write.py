@@ -107,3 +107,22 @@ def test_delete_by_label_and_grace_period(kubectl, lab):
     out = kubectl("delete pod -l tmp=yes --grace-period=5").stdout
     assert 'pod "t1" deleted' in out and 'pod "t2" deleted' in out
     assert lab.get("pods", selector="tmp=yes") == []
+
+
+def test_create_subcommands_sent_as_protobuf(kubectl, lab):
+    kubectl("create deployment hello --image=nginx:1.27 --replicas=2 --port=80")
+    kubectl("create service nodeport hello --tcp=8080:80 --node-port=30090")
+    kubectl("create configmap cfg --from-literal=a=b")
+    kubectl("create namespace team-a")
+    kubectl("rollout status deployment/hello --timeout=60s")
+    dep = lab.get("deployments", name="hello")
+    assert dep["spec"]["replicas"] == 2 and dep["status"]["readyReplicas"] == 2
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "nginx:1.27" and container["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert "creationTimestamp" not in dep["spec"]["template"]["metadata"]
+    svc = lab.get("services", name="hello")
+    assert svc["spec"]["ports"][0]["nodePort"] == 30090 and svc["spec"]["ports"][0]["targetPort"] == 80
+    assert lab.get("configmaps", name="cfg")["data"] == {"a": "b"}
+    assert lab.get("namespaces", name="team-a", namespace=None)["metadata"]["name"] == "team-a"
+    for what in ("deployment hello", "service hello", "configmap cfg", "namespace team-a"):
+        kubectl(f"delete {what}")
