@@ -20,6 +20,7 @@ class KubectlResult:
     stdout: str
     stderr: str
     returncode: int
+    shown: bool = False
 
     @property
     def ok(self) -> bool:
@@ -30,12 +31,18 @@ class KubectlResult:
         return self.stdout + self.stderr
 
     def __repr__(self) -> str:
+        if self.shown:
+            # already printed when it ran: a notebook's last-line display should not print it twice
+            return f"<kubectl exit code {self.returncode}>" if self.returncode else ""
         text = self.stdout + self.stderr
         if self.returncode:
             text += f"[exit code {self.returncode}]\n"
         return text.rstrip("\n")
 
     def _repr_html_(self) -> str:
+        if self.shown:
+            return "" if self.returncode == 0 else \
+                f'<div style="color:#b00">exit code {self.returncode}</div>'
         out = html.escape(self.stdout)
         err = html.escape(self.stderr)
         code = "" if self.returncode == 0 else f'<div style="color:#b00">exit code {self.returncode}</div>'
@@ -86,6 +93,7 @@ def run_kubectl(kubeconfig: str | None, command: str | list[str], show: bool = T
         err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
         result = KubectlResult(args, out, err + f"kubectl did not finish within {timeout:g} s\n", 124)
     if show:
+        result.shown = True
         sys.stdout.write(result.stdout)
         if result.stderr:
             sys.stdout.write(result.stderr)

@@ -85,3 +85,11 @@ def test_up_status_kubectl_down(tmp_path):
     assert down.returncode == 0
     assert cli("status").returncode == 1
     assert not os.path.exists(tmp_path / "labsupport" / "apiserver.json")
+
+
+def test_kubectl_result_display(lab, capsys):
+    result = lab.kubectl("get nodes -o name", show=True)
+    assert capsys.readouterr().out.split() == result.stdout.split()
+    assert result.returncode == 0 and result.shown and result._repr_html_() == ""
+    quiet = lab.kubectl("get svc nope", show=False)
+    assert quiet.returncode == 1 and "NotFound" in repr(quiet) and "exit code 1" in quiet._repr_html_()
