@@ -1,9 +1,12 @@
 """`make_backend`: the backend object behind `Lab(backend="kind")` and `Lab(backend="kube")`."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labsupport.errors import BadRequest
+
+if TYPE_CHECKING:
+    from labsupport.kind.client import KubeBackend
 
 KUBE_OPTIONS = {"context", "runner", "request_timeout"}
 KIND_OPTIONS = {"name", "workers", "image", "load_images", "runner", "progress", "node_ports", "request_timeout",
@@ -11,7 +14,7 @@ KIND_OPTIONS = {"name", "workers", "image", "load_images", "runner", "progress",
 
 
 def make_backend(backend: str, *, proxy_mode: str = "iptables", kubeconfig: str | None = None,
-                 namespace: str | None = None, **options: Any):
+                 namespace: str | None = None, **options: Any) -> "KubeBackend":
     """The backend for "kind" (a kind cluster this machine creates or reuses) or "kube" (any existing cluster)."""
     if backend == "kube":
         unknown = set(options) - KUBE_OPTIONS

@@ -21,12 +21,13 @@ import time
 import urllib.error
 import urllib.request
 from http.client import HTTPConnection
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
 import yaml
 
 from labsupport.apps import ExecResult
+from labsupport.control.dns import NslookupAnswer
 from labsupport.dataplane.network import CurlResult, Hop, Trace
 from labsupport.embedded import LAST_APPLIED, merge_for_apply
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, Conflict, NotFound, from_status
@@ -404,7 +405,8 @@ class KubeBackend:
             finally:
                 response.release_conn()
 
-    def watch(self, kind: str, namespace: str | None = None, selector: Any = None, timeout: float = 60):
+    def watch(self, kind: str, namespace: str | None = None, selector: Any = None,
+              timeout: float = 60) -> Iterator[tuple[str, dict]]:
         """Yield (event type, object) pairs from a watch on `kind`, as `kubectl get -w` shows them."""
         info = resolve(kind)
         response = self._call("GET", self._path(info, self._ns(namespace) if info.namespaced else None),
@@ -475,7 +477,7 @@ class KubeBackend:
             self._throwaway.remove((namespace, name))
 
     # --- the network --------------------------------------------------------------------------------------------
-    def nslookup(self, name: str, pod: str | None):
+    def nslookup(self, name: str, pod: str | None) -> NslookupAnswer:
         """`nslookup name` in a pod: the given one, else a throwaway jessie-dnsutils pod; real output, parsed."""
         if pod:
             ns, pname = self._pod_ref(pod)
@@ -548,7 +550,8 @@ class KubeBackend:
         parts = urlsplit(target)
         result = CurlResult(url=url, source=source)
         timeout = float(options.get("timeout", 10))
-        request = urllib.request.Request(target, headers={"User-Agent": "curl/8.11.1", **(options.get("headers") or {})})
+        headers = {"User-Agent": "curl/8.11.1", **(options.get("headers") or {})}
+        request = urllib.request.Request(target, headers=headers)
         started = time.monotonic()
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -574,7 +577,7 @@ class KubeBackend:
         result.hops = [Hop("this machine", f"GET {target}")]
         return result
 
-    def connect(self, url: str, source: str):
+    def connect(self, url: str, source: str) -> RealKeepAlive:
         """A keep-alive connection from this machine (its requests stay on one pod)."""
         if source not in ("client", "outside", "external"):
             raise BackendUnavailable("a keep-alive connection from inside the cluster is not available on the "
@@ -673,7 +676,7 @@ class KubeBackend:
             print(result.stdout + result.stderr, end="")
         return result
 
-    def meter(self, kinds, watchers):
+    def meter(self, kinds: tuple[str, ...], watchers: int | None) -> Any:
         """Watch-traffic metering needs the embedded control plane."""
         raise BackendUnavailable(f"lab.meter counts the embedded store's watch traffic; the {self.name} backend "
                                  "has no embedded control plane — use the sim backend for it")
@@ -684,10 +687,14 @@ class KubeBackend:
             nodes = self.list("nodes", None, None)
         except APIError:
             nodes = []
-        rows = "".join(
-            f"<tr><td>{html.escape(n['metadata']['name'])}</td><td>{html.escape(next((a['address'] for a in n.get('status', {}).get('addresses', []) if a['type'] == 'InternalIP'), ''))}</td>"  # noqa: E501
-            f"<td>{html.escape(n['metadata'].get('labels', {}).get('topology.kubernetes.io/zone', ''))}</td></tr>"
-            for n in nodes)
+        def row(node: dict) -> str:
+            ip = next((a["address"] for a in node.get("status", {}).get("addresses", [])
+                       if a["type"] == "InternalIP"), "")
+            zone = node["metadata"].get("labels", {}).get("topology.kubernetes.io/zone", "")
+            return (f"<tr><td>{html.escape(node['metadata']['name'])}</td><td>{html.escape(ip)}</td>"
+                    f"<td>{html.escape(zone)}</td></tr>")
+
+        rows = "".join(row(n) for n in nodes)
         table = (f"<table><tr><th>node</th><th>IP</th><th>zone</th></tr>{rows}</table>" if rows else
                  "<p>(nodes not visible to this account)</p>")
         return (f"<div><b>Lab</b> — backend <code>{self.name}</code>, server <code>{html.escape(self.host)}</code>, "

@@ -356,8 +356,8 @@ class KindBackend(KubeBackend):
             self._pod_from_conntrack(result, out, url, source)
         return result
 
-    def _connection_entry(self, out: parse.CurlOutput, url: str, source: str) -> tuple[str | None,
-                                                                                           parse.ConntrackRecord | None]:
+    def _connection_entry(self, out: parse.CurlOutput, url: str,
+                          source: str) -> tuple[str | None, parse.ConntrackRecord | None]:
         if not out.local_port:
             return None, None
         try:
@@ -426,10 +426,6 @@ class KindBackend(KubeBackend):
             hops.append(Hop(node, note, moved, rewrites))
         result.hops = hops
         return Trace(url, source, result)
-
-    def connect(self, url: str, source: str):
-        """A keep-alive connection: from this machine when the URL is reachable here (Linux), else unavailable."""
-        return super().connect(url, source)
 
     # --- kube-proxy ---------------------------------------------------------------------------------------------
     def set_proxy_mode(self, mode: str) -> None:

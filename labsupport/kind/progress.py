@@ -77,6 +77,7 @@ class TerminalProgress(Progress):
         return f"[{'#' * filled}{'-' * (self.width - filled)}] {self.done}/{self.total}"
 
     def show(self, text: str) -> None:
+        """Redraw the bar on the same line."""
         self.stream.write(f"\r{self.bar()} {text.strip()[:60]:<60}")
         if text in ("done", "failed"):
             self.stream.write("\n")
@@ -98,6 +99,7 @@ class WidgetProgress(Progress):
         display(self.box)
 
     def show(self, text: str) -> None:
+        """Update the widgets."""
         self.bar.value = self.done
         self.log.value = "\n".join(self.lines[-200:])
         if text == "done":

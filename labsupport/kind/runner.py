@@ -100,6 +100,7 @@ class RecordingRunner(CommandRunner):
         self._turns[tuple(prefix)] = [CommandResult(prefix, 0, out, "") for out in stdouts]
 
     def which(self, name: str) -> str | None:
+        """Every program is "installed" unless `programs` maps it to None."""
         return self.programs.get(name, f"/usr/bin/{name}")
 
     def _lookup(self, argv: list[str]) -> CommandResult:
@@ -112,12 +113,15 @@ class RecordingRunner(CommandRunner):
                 return CommandResult(list(argv), result.returncode, result.stdout, result.stderr)
         return CommandResult(list(argv), 0, "", "")
 
-    def run(self, argv, *, input=None, timeout=None):
+    def run(self, argv: list[str], *, input: str | None = None, timeout: float | None = None) -> CommandResult:
+        """Record the command and answer from the script."""
         self.calls.append(list(argv))
         self.inputs.append(input)
         return self._lookup(list(argv))
 
-    def stream(self, argv, on_line, *, timeout=None):
+    def stream(self, argv: list[str], on_line: Callable[[str], None], *,
+               timeout: float | None = None) -> CommandResult:
+        """Record the command and feed the scripted output to `on_line` line by line."""
         self.calls.append(list(argv))
         self.inputs.append(None)
         result = self._lookup(list(argv))
