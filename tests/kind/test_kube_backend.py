@@ -131,3 +131,30 @@ def test_unknown_option():
     from labsupport.errors import BadRequest
     with pytest.raises(BadRequest, match="unknown Lab option"):
         Lab(backend="kube", kubeconfig="x", color="red")
+
+
+def test_wait_through_watch_events_as_on_a_real_cluster(kube):
+    # On a real cluster waits ride watch events; the embedded server's watches move its clock while idle.
+    kube.backend._virtual = False
+    kube.apply(lesson.WEB)
+    took = kube.wait(lambda l: lesson.ready(l, "web") == 3, timeout=60)
+    assert 0 <= took < 60
+    with pytest.raises(TimeoutError, match="did not hold within 1 s"):
+        kube.wait(lambda l: False, timeout=1)
+
+
+def test_watch_yields_events(kube):
+    kube.apply(lesson.WEB)
+    seen = []
+    for event, obj in kube.backend.watch("deployments", timeout=5):
+        seen.append((event, obj["kind"], obj["metadata"]["name"]))
+        break
+    assert seen == [("ADDED", "Deployment", "web")]
+
+
+def test_logs_and_exec(kube):
+    kube.apply(lesson.ECHO)
+    kube.wait(lambda l: len(lesson.running_pods(l, "client")) == 1)
+    done = kube.backend.exec("client", ["hostname"], "default", None)
+    assert (done.code, done.stdout.strip()) == (0, "client")
+    assert isinstance(kube.logs("client"), str)
