@@ -61,13 +61,6 @@ def _random_suffix(n: int = 5) -> str:
     return "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(n))
 
 
-class KubectlResult(CommandResult):
-    """What `lab.kubectl(...)` returns: stdout, stderr and returncode, like subprocess."""
-
-    def _repr_pretty_(self, printer, cycle) -> None:
-        printer.text(self.stdout + self.stderr)
-
-
 class RealKeepAlive:
     """A real keep-alive HTTP connection from this machine: its requests ride one TCP connection, so one pod."""
 
@@ -664,17 +657,10 @@ class KubeBackend:
                                      "the pinned kubectl next to Python")
         return self.runner.run([kubectl, "--kubeconfig", self.kubeconfig(), *argv], input=input, timeout=300)
 
-    def kubectl(self, command, *, show: bool = True, input: str | None = None) -> KubectlResult:
-        """Real kubectl on this cluster, in the lab's namespace."""
-        import shlex
-        argv = shlex.split(command) if isinstance(command, str) else list(command)
-        if argv and argv[0] == "kubectl":
-            argv = argv[1:]
-        done = self._kubectl_run(argv, input=input)
-        result = KubectlResult(done.argv, done.returncode, done.stdout, done.stderr)
-        if show:
-            print(result.stdout + result.stderr, end="")
-        return result
+    def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None) -> Any:
+        """Real kubectl on this cluster, in the lab's namespace (the same result object as on sim)."""
+        from labsupport.kubectl import run_kubectl
+        return run_kubectl(self.kubeconfig(), command, show=show, input=input)
 
     def meter(self, kinds: tuple[str, ...], watchers: int | None) -> Any:
         """Watch-traffic metering needs the embedded control plane."""

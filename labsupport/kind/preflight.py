@@ -155,6 +155,11 @@ def list_clusters(runner: CommandRunner | None = None) -> list[str]:
             if line.strip() and not line.startswith("No kind clusters")]
 
 
+def lab_clusters(runner: CommandRunner | None = None) -> list[str]:
+    """The kind clusters this project made: named `labsupport` or `labsupport-…`."""
+    return [name for name in list_clusters(runner) if name == PREFIX or name.startswith(PREFIX + "-")]
+
+
 def kubeconfig_file(name: str = DEFAULT_CLUSTER) -> Path:
     """Where the kind backend writes the kubeconfig of cluster `name`."""
     return state_dir() / f"kind-{name}.kubeconfig"
@@ -185,9 +190,8 @@ def clean(runner: CommandRunner | None = None) -> list[str]:
     """Delete every kind cluster whose name starts with the project prefix, and leftover client containers."""
     runner = runner or CommandRunner()
     done = []
-    for name in list_clusters(runner):
-        if name == PREFIX or name.startswith(PREFIX + "-"):
-            done.extend(delete_cluster(name, runner))
+    for name in lab_clusters(runner):
+        done.extend(delete_cluster(name, runner))
     if runner.which("docker") is not None:
         left = runner.run(["docker", "ps", "-aq", "--filter", f"label={CLIENT_LABEL}"], timeout=60)
         ids = left.stdout.split() if left.ok else []

@@ -150,3 +150,9 @@ def test_no_kind_nothing_to_clean(bin_dir):
 def test_this_machine_never_raises():
     found = preflight.problems("nftables")
     assert isinstance(found, list) and all(isinstance(p, str) and p for p in found)
+
+
+def test_lab_clusters_by_prefix():
+    runner = RecordingRunner()
+    runner.answer(["kind", "get", "clusters"], stdout="kind\nlabsupport\nlabsupport-ipvs\nlabsupportish\n")
+    assert preflight.lab_clusters(runner) == ["labsupport", "labsupport-ipvs"]
