@@ -341,21 +341,23 @@ def _event_cells(ev: dict, now: float) -> list[Any]:
     involved = ev.get("involvedObject") or {}
     first = ev.get("firstTimestamp") or ev.get("eventTime") or ev["metadata"].get("creationTimestamp")
     last = ev.get("lastTimestamp") or first
-    count = ev.get("count", 1) or 1
-    last_seen = since(last, now)
-    if count > 1:
-        last_seen = f"{last_seen} (x{count} over {since(first, now)})"
-    source = (ev.get("source") or {}).get("component") or ev.get("reportingComponent") or ""
-    if (ev.get("source") or {}).get("host"):
-        source += ", " + ev["source"]["host"]
-    return [last_seen, ev.get("type", ""), ev.get("reason", ""),
-            f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}", ev.get("message", ""),
-            involved.get("fieldPath", ""), source, since(first, now), count, ev["metadata"]["name"]]
+    count = ev.get("count") or 1
+    series = ev.get("series") or {}
+    if series:
+        last, count = series.get("lastObservedTime") or last, series.get("count") or count
+    source = ev.get("source") or {}
+    component = source.get("component") or ev.get("reportingComponent") or ""
+    instance = source.get("host") or ev.get("reportingInstance") or ""
+    kind = str(involved.get("kind", "")).lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    return [since(last, now), ev.get("type", ""), ev.get("reason", ""), target, involved.get("fieldPath", ""),
+            f"{component}, {instance}" if instance else component, (ev.get("message") or "").strip(),
+            since(first, now), count, ev["metadata"]["name"]]
 
 
 EVENT_COLUMNS: list[Column] = [("Last Seen", "string", 0), ("Type", "string", 0), ("Reason", "string", 0),
-                               ("Object", "string", 0), ("Message", "string", 0), ("Subobject", "string", 1),
-                               ("Source", "string", 1), ("First Seen", "string", 1), ("Count", "string", 1),
+                               ("Object", "string", 0), ("Subobject", "string", 1), ("Source", "string", 1),
+                               ("Message", "string", 0), ("First Seen", "string", 1), ("Count", "string", 1),
                                ("Name", "string", 1)]
 
 PRINTERS: dict[str, tuple[list[Column], Callable[[dict, float], list[Any]]]] = {

@@ -156,3 +156,28 @@ def test_advance_endpoint(lab, api):
     assert status == 200 and body["status"] == "Success"
     assert lab._backend.cluster.clock.now >= before + 5
     assert api.request("POST", "/labsupport/v1/advance?seconds=5", token=False)[0] == 401
+
+
+@pytest.mark.parametrize("protocol", ["v5.channel.k8s.io", "v4.channel.k8s.io"])
+def test_exec_channel_protocol(api, protocol):
+    websocket = pytest.importorskip("websocket")
+    import ssl
+    url = (f"wss://{api.host}:{api.port}/api/v1/namespaces/default/pods/db-0/exec?"
+           "command=sh&command=-c&command=hostname%3B%20cat%20%2Fnope&stdout=true&stderr=true")
+    ws = websocket.create_connection(url, header=[f"Authorization: Bearer {api.token}"], subprotocols=[protocol],
+                                     sslopt={"cert_reqs": ssl.CERT_NONE}, timeout=10)
+    assert ws.subprotocol == protocol
+    channels: dict[int, bytes] = {}
+    try:
+        while True:
+            opcode, data = ws.recv_data()
+            if opcode == 8:
+                break
+            channels[data[0]] = channels.get(data[0], b"") + data[1:]
+    except websocket.WebSocketConnectionClosedException:
+        pass
+    assert channels[1] == b"db-0\n"
+    assert b"nope" in channels[2]
+    status = json.loads(channels[3])
+    assert status["status"] == "Failure" and status["reason"] == "NonZeroExitCode"
+    assert status["details"]["causes"][0]["reason"] == "ExitCode"

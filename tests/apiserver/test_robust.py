@@ -133,3 +133,24 @@ def test_stale_resource_version_conflicts(api):
     status, answer = api.json("PUT", "/api/v1/namespaces/default/services/web", svc)
     assert status == 409 and answer["reason"] == "Conflict"
     assert "the object has been modified" in answer["message"]
+
+
+def test_plain_http_and_garbage_connections(api):
+    import socket
+    for payload in (b"GET /api HTTP/1.1\r\nHost: x\r\n\r\n", b"\x16\x03\x01\x00\x05hello", b"\x00" * 100, b""):
+        with socket.create_connection((api.host, api.port), timeout=5) as sock:
+            sock.sendall(payload)
+            sock.shutdown(socket.SHUT_WR)
+            try:
+                sock.recv(100)
+            except OSError:
+                pass
+    assert api.request("GET", "/api/v1/namespaces/default/services/web")[0] == 200
+
+
+def test_bad_websocket_upgrades(api):
+    status, _, data = api.request("GET", "/api/v1/namespaces/default/pods/db-0/exec?command=ls")
+    assert status == 400 and json.loads(data)["message"] == "Upgrade request required"
+    status, _, data = api.request("GET", "/api/v1/namespaces/default/pods/db-0/exec?command=ls", headers={
+        "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Key": "x", "Sec-WebSocket-Protocol": "nope"})
+    assert status == 400
