@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         describe("kubectl version --client (start-up only)", startup)
         describe("kubectl get pods (20 pods)", get_pods)
         describe("kubectl get pods -A -o wide", get_wide)
-        print(f"{'server share of kubectl get pods':<42} ~{(statistics.median(get_pods) - statistics.median(startup)) * 1000:.1f} ms")
+        share = (statistics.median(get_pods) - statistics.median(startup)) * 1000
+        print(f"{'server share of kubectl get pods':<42} ~{share:.1f} ms")
         for clients in (1, 4):
             print(f"{f'list /api/v1/pods, {clients} client(s)':<42} {list_rate(endpoint, clients, seconds):8.0f} req/s")
         for watchers in (1, 4):

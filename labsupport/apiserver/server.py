@@ -34,7 +34,7 @@ from labsupport.apiserver.websocket import (STDERR, STDOUT, WebSocket, WebSocket
 from labsupport.control.clock import rfc3339
 from labsupport.control.store import Gone, clone
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, Conflict, MethodNotAllowed, NotFound
-from labsupport.model.kinds import KINDS, KindInfo, by_resource
+from labsupport.model.kinds import KindInfo, by_resource
 from labsupport.model.selectors import matches_fields, parse_field_selector, to_selector
 
 MAX_BODY = 3 * 1024 * 1024
@@ -692,7 +692,7 @@ class RequestHandler(BaseHTTPRequestHandler):
             except Gone as e:
                 api.unregister(watcher)
                 self._start_stream("application/json")
-                self._send_event("ERROR", e.status(), None)
+                self._send_event("ERROR", e.status())
                 return self._end_stream()
             except Exception:
                 api.unregister(watcher)
@@ -709,8 +709,6 @@ class RequestHandler(BaseHTTPRequestHandler):
             old_match = old is not None and _matches(old, label_sel, field_sel)
             if kind == "MODIFIED" and now_match != old_match:
                 kind = "ADDED" if now_match else "DELETED"
-                if not now_match:
-                    obj = dict(obj)
             elif not now_match and not (kind == "DELETED" and old_match):
                 return
             if as_table:
@@ -719,7 +717,7 @@ class RequestHandler(BaseHTTPRequestHandler):
                 state["columns"] = False
             else:
                 payload = api.decorate(obj)
-            self._send_event(kind, payload, None)
+            self._send_event(kind, payload)
 
         try:
             self._start_stream("application/json")
@@ -728,8 +726,7 @@ class RequestHandler(BaseHTTPRequestHandler):
             if initial_events:
                 self._send_event("BOOKMARK", {"kind": route.info.kind, "apiVersion": route.info.api_version,
                                               "metadata": {"resourceVersion": str(start_rv),
-                                                           "annotations": {"k8s.io/initial-events-end": "true"}}},
-                                 None)
+                                                           "annotations": {"k8s.io/initial-events-end": "true"}}})
             seen = start_rv
             last_sent = time.monotonic()
             while not api.stopping and time.monotonic() < wall_end:
@@ -744,7 +741,7 @@ class RequestHandler(BaseHTTPRequestHandler):
                     continue
                 if bookmarks and time.monotonic() - last_sent > BOOKMARK_SECONDS:
                     self._send_event("BOOKMARK", {"kind": route.info.kind, "apiVersion": route.info.api_version,
-                                                  "metadata": {"resourceVersion": str(max(seen, start_rv))}}, None)
+                                                  "metadata": {"resourceVersion": str(max(seen, start_rv))}})
                     last_sent = time.monotonic()
                 if self._client_gone():
                     break
@@ -757,7 +754,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         finally:
             api.unregister(watcher)
 
-    def _send_event(self, kind: str, obj: dict, _old: Any) -> None:
+    def _send_event(self, kind: str, obj: dict) -> None:
         self._chunk(json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n")
 
     # --- writes --------------------------------------------------------------------------------------------
@@ -995,14 +992,13 @@ class RequestHandler(BaseHTTPRequestHandler):
     def _container(self, pod: dict) -> str:
         names = [c["name"] for c in pod["spec"].get("containers", [])]
         name = self.query.get("container") or ""
-        if not name:
-            if len(names) == 1 or names:
-                return names[0]
+        if not name and names:
+            return names[0]
         if name not in names:
             raise BadRequest(f"container {name} is not valid for pod {pod['metadata']['name']}")
         return name
 
-    def _running_app(self, pod: dict, container: str, *, for_logs: bool = False):
+    def _running_app(self, pod: dict, container: str):
         rt = self.api.cluster.kubelet.runtime(pod)
         app = rt.apps.get(container) if rt is not None else None
         if app is None:
@@ -1021,7 +1017,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         with cluster.lock:
             pod = cluster.get("Pod", route.namespace, route.name)
             container = self._container(pod)
-            rt, app = self._running_app(pod, container, for_logs=True)
+            rt, app = self._running_app(pod, container)
             lines = list(app.log)
         tail = self.query.get("tailLines")
         if tail not in (None, ""):
@@ -1142,4 +1138,4 @@ def _matches(obj: dict, label_sel: Any, field_sel: Any) -> bool:
     return True
 
 
-__all__ = ["APIServer", "KINDS", "parse_route"]
+__all__ = ["APIServer", "parse_route"]
