@@ -13,7 +13,6 @@ from __future__ import annotations
 import html
 import json
 import os
-import queue
 import random
 import string
 import threading
@@ -120,6 +119,10 @@ class KubeBackend:
         self._virtual_now: float | None = None
         self._advanced = 0.0
         self._kubeconfig_source = kubeconfig
+        self._changed = threading.Condition()
+        self._generation = 0
+        self._watchers: dict[str, threading.Thread] = {}
+        self._stop = threading.Event()
         try:
             if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
                 kconfig.load_incluster_config()
@@ -354,45 +357,48 @@ class KubeBackend:
                 if condition():
                     return self.now() - start
             raise TimeoutError(f"{what} did not hold within {timeout:g} s of cluster time")
-        events: queue.Queue = queue.Queue()
-        stop = threading.Event()
-        threads = [threading.Thread(target=self._pump, args=(kind, events, stop), daemon=True) for kind in kinds]
-        for t in threads:
-            t.start()
+        self._ensure_watchers(kinds)
         deadline = time.monotonic() + timeout
-        try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"{what} did not hold within {timeout:g} s")
-                try:
-                    events.get(timeout=min(remaining, 5.0))
-                    while not events.empty():
-                        events.get_nowait()
-                except queue.Empty:
-                    pass
-                if condition():
-                    return self.now() - start
-        finally:
-            stop.set()
+        while True:
+            with self._changed:
+                generation = self._generation
+            if condition():
+                return self.now() - start
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"{what} did not hold within {timeout:g} s")
+            with self._changed:
+                self._changed.wait_for(lambda: self._generation != generation, timeout=min(remaining, 5.0))
 
-    def _pump(self, kind: str, events: queue.Queue, stop: threading.Event) -> None:
-        """Stream watch events of `kind` in the lab's namespace into `events` until `stop` is set."""
+    def _ensure_watchers(self, kinds: tuple[str, ...]) -> None:
+        """Start (once per kind, for the backend's lifetime) a thread that follows a watch on that kind."""
+        with self._changed:
+            for kind in kinds:
+                if kind not in self._watchers:
+                    thread = threading.Thread(target=self._pump, args=(kind,), daemon=True,
+                                              name=f"labsupport-watch-{kind}")
+                    self._watchers[kind] = thread
+                    thread.start()
+
+    def _pump(self, kind: str) -> None:
+        """Follow a watch on `kind` in the lab's namespace; every event wakes the waits, until close()."""
         info = resolve(kind)
-        while not stop.is_set():
+        while not self._stop.is_set():
             try:
                 response = self._call("GET", self._path(info, self.namespace if info.namespaced else None),
                                       query=[("watch", "true"), ("timeoutSeconds", 30)], stream=True, timeout=35)
             except (APIError, BackendUnavailable):
-                if stop.wait(2.0):
+                if self._stop.wait(2.0):
                     return
                 continue
             try:
                 for chunk in response.stream(4096, decode_content=True):
-                    if stop.is_set():
+                    if self._stop.is_set():
                         break
                     if chunk:
-                        events.put(kind)
+                        with self._changed:
+                            self._generation += 1
+                            self._changed.notify_all()
             except Exception:  # the server closed the stream; start another
                 pass
             finally:
@@ -691,6 +697,7 @@ class KubeBackend:
         if self._closed:
             return
         self._closed = True
+        self._stop.set()
         for ns, name in list(self._throwaway):
             self._forget(ns, name)
         self.api.close()

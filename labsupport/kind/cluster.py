@@ -349,11 +349,12 @@ class KindBackend(KubeBackend):
         return result, out
 
     def curl(self, url: str, source: str, **options: Any) -> CurlResult:
-        """One real request from the client container, a node or a pod; which pod answered comes from the app's
-        reply or, failing that, from the conntrack entry of the connection on the entry node."""
+        """One real request from the client container, a node or a pod. Which pod answered and the client address
+        it saw come from the app's reply when it tells (agnhost, echoserver), else from the connection's conntrack
+        entry on the node it entered (the reply tuple: from the pod, to the address the pod saw)."""
         result, out = self._curl_raw(url, source, options)
-        if result.ok and result.pod is None and out is not None:
-            self._pod_from_conntrack(result, out, url, source)
+        if result.ok and out is not None and (result.pod is None or result.client_ip is None):
+            self._from_conntrack(result, out, url, source)
         return result
 
     def _connection_entry(self, out: parse.CurlOutput, url: str,
@@ -373,16 +374,19 @@ class KindBackend(KubeBackend):
                 return node, record
         return node, None
 
-    def _pod_from_conntrack(self, result: CurlResult, out: parse.CurlOutput, url: str, source: str) -> None:
+    def _from_conntrack(self, result: CurlResult, out: parse.CurlOutput, url: str, source: str) -> None:
         _, record = self._connection_entry(out, url, source)
         if record is None:
             return
-        pod = self._pod_by_ip(record.reply.src)
-        if pod is not None:
-            result.pod = pod["metadata"]["name"]
-            result.namespace = pod["metadata"].get("namespace")
-            result.node = pod.get("spec", {}).get("nodeName")
-            result.endpoint = record.endpoint
+        if result.client_ip is None:
+            result.client_ip, result.client_port = record.seen_client, record.reply.dport
+        if result.pod is None:
+            pod = self._pod_by_ip(record.reply.src)
+            if pod is not None:
+                result.pod = pod["metadata"]["name"]
+                result.namespace = pod["metadata"].get("namespace")
+                result.node = pod.get("spec", {}).get("nodeName")
+                result.endpoint = record.endpoint
 
     # --- trace --------------------------------------------------------------------------------------------------
     def _counters(self, node: str, mode: str) -> list[parse.RuleCounter]:

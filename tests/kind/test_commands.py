@@ -211,6 +211,7 @@ def test_curl_sources_and_the_answering_pod_from_conntrack(kind_lab):
     assert result.ok and result.body == nginx.rstrip("\n")
     assert result.pod == pod["metadata"]["name"] and result.node == pod["spec"]["nodeName"]
     assert result.endpoint == f"{pod['status']['podIP']}:80"
+    assert (result.client_ip, result.client_port) == ("172.18.0.3", 6001), "masqueraded to the node's address"
     argv = runner.calls[-2]
     assert argv[:5] == ["docker", "exec", "labsupport-client", "curl", "-sS"] and argv[-1] == "http://172.18.0.3:30080/"
     runner.answer(["docker", "exec", "lab-worker2", "curl"], returncode=7, stdout=parse.CURL_MARK + " 000  0  0\n",
