@@ -353,7 +353,7 @@ class KernelNetwork:
         write_etc(ns, {"resolv.conf": f"search {namespace}.svc.{domain} svc.{domain} {domain}\n"
                                       f"nameserver {DNS_IP}\noptions ndots:5\n",
                        "hosts": f"127.0.0.1\tlocalhost\n{ip}\t{name}\n"})
-        add_veth(node_ns, veth, ns, "eth0", master=POD_BRIDGE)
+        add_veth(node_ns, veth, ns, "eth0", master=POD_BRIDGE, hairpin=True)
         prefix = ipaddress.ip_network(self._node(node)["spec"]["podCIDR"]).prefixlen
         configure(ns, "eth0", ip, prefix, self.cluster.kubelet.gateway(node))
         return Sandbox(ns, ip, node, veth, namespace, name)

@@ -166,13 +166,20 @@ def add_bridge(name: str, bridge: str, address: str | None = None, prefixlen: in
         ns.link("set", index=idx, state="up")
 
 
-def add_veth(name: str, host: str, peer_ns: str, peer: str, *, master: str | None = None) -> None:
-    """A veth pair: `host` in namespace `name` (enslaved to `master`, up), `peer` moved into `peer_ns`."""
+def add_veth(name: str, host: str, peer_ns: str, peer: str, *, master: str | None = None,
+             hairpin: bool = False) -> None:
+    """A veth pair: `host` in namespace `name` (enslaved to `master`, up), `peer` moved into `peer_ns`.
+
+    hairpin: let the bridge send a frame back out of the port it came in on, as the bridge CNI plugin
+    does for pods, so that a pod reaching its own Service is answered by itself.
+    """
     with NetNS(name) as ns:
         ns.link("add", ifname=host, kind="veth", peer={"ifname": peer, "net_ns_fd": peer_ns})
         idx = _index(ns, host)
         if master:
             ns.link("set", index=idx, master=_index(ns, master))
+            if hairpin:
+                ns.brport("set", index=idx, mode=1)
         ns.link("set", index=idx, state="up")
 
 

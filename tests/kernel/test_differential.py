@@ -148,6 +148,23 @@ def test_pod_to_service_keeps_the_pod_ip(labs):
     assert all(src == seen for src, seen in kernel)
 
 
+def test_hairpin_a_pod_reaches_itself_through_its_service(labs):
+    def run(lab):
+        ip = lab.get("svc", "spread")["spec"]["clusterIP"]
+        out = {}
+        for p in lab.get("pods", selector="app=spread"):
+            name = p["metadata"]["name"]
+            results = [lab.curl(f"http://{ip}/clientip", source=f"pod/{name}") for _ in range(30)]
+            assert all(r.ok for r in results), [r.error for r in results if not r.ok]
+            out[name] = {r.client_ip for r in results if r.pod == name}
+        return out
+    sim, kernel = both(labs, run)
+    assert sim == kernel
+    gateways = {p["metadata"]["name"]: labs[1]._backend.cluster.kubelet.gateway(p["spec"]["nodeName"])
+                for p in labs[1].get("pods", selector="app=spread")}
+    assert kernel == {name: {gw} for name, gw in gateways.items()}     # hairpin traffic is masqueraded
+
+
 def test_unallocated_cluster_ip_and_unserved_port(labs):
     def run(lab):
         ip = lab.get("svc", "spread")["spec"]["clusterIP"]
