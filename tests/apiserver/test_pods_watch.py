@@ -181,3 +181,9 @@ def test_exec_channel_protocol(api, protocol):
     status = json.loads(channels[3])
     assert status["status"] == "Failure" and status["reason"] == "NonZeroExitCode"
     assert status["details"]["causes"][0]["reason"] == "ExitCode"
+
+
+def test_exec_reads_stdin(kubectl):
+    result = kubectl("exec -i db-0 -- sh", input="hostname; nslookup kubernetes\n")
+    assert result.stdout.startswith("db-0\n") and "Address: 10.96.0.1" in result.stdout
+    assert kubectl("exec -i db-1 -- cat", input="piped\n").stdout == "piped\n"

@@ -1,0 +1,185 @@
+"""Pod subresources that stream: logs (with follow), and exec/attach over the WebSocket channel protocol."""
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from labsupport.apiserver.routes import IDLE_STEP, MAX_BODY, Route
+from labsupport.apiserver.websocket import (CLOSE, STDERR, STDIN, STDOUT, WebSocket, WebSocketClosed, accept_key,
+                                            choose_protocol)
+from labsupport.apps import ExecResult
+from labsupport.errors import BadRequest, MethodNotAllowed, NotFound
+
+
+class PodStreams:
+    """The log, exec and attach subresources of the request handler."""
+
+    api: Any
+    query: dict
+
+    def _container(self, pod: dict) -> str:
+        names = [c["name"] for c in pod["spec"].get("containers", [])]
+        name = self.query.get("container") or ""
+        if not name and names:
+            return names[0]
+        if name not in names:
+            raise BadRequest(f"container {name} is not valid for pod {pod['metadata']['name']}")
+        return name
+
+    def _running_app(self, pod: dict, container: str):
+        rt = self.api.cluster.kubelet.runtime(pod)
+        app = rt.apps.get(container) if rt is not None else None
+        if app is None:
+            reason = "ContainerCreating"
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+                if cs.get("name") == container:
+                    reason = (cs.get("state") or {}).get("waiting", {}).get("reason", reason)
+            raise BadRequest(f'container "{container}" in pod "{pod["metadata"]["name"]}" is waiting to start: '
+                             f"{reason}")
+        return rt, app
+
+    def _logs(self, route: Route) -> None:
+        if route.info.kind != "Pod" or self.command != "GET":
+            raise MethodNotAllowed("the server does not allow this method on the requested resource")
+        cluster = self.api.cluster
+        with cluster.lock:
+            pod = cluster.get("Pod", route.namespace, route.name)
+            container = self._container(pod)
+            rt, app = self._running_app(pod, container)
+            lines = list(app.log)
+        tail = self.query.get("tailLines")
+        if tail not in (None, ""):
+            try:
+                n = int(tail)
+            except ValueError as e:
+                raise BadRequest(f"tailLines must be an integer, not {tail!r}") from e
+            lines = lines[-n:] if n > 0 else []
+        text = "".join(line + "\n" for line in lines).encode()
+        if self.query.get("follow") not in ("true", "1"):
+            return self._send_bytes(text, content_type="text/plain")
+        self._start_stream("text/plain")
+        self._chunk(text)
+        sent = len(app.log)
+        try:
+            while not self.api.stopping:
+                with cluster.lock:
+                    current = cluster.store.find("Pod", route.namespace, route.name)
+                    alive = current is not None and rt.apps.get(container) is app and container not in rt.exited
+                    new = list(app.log[sent:])
+                    sent = len(app.log)
+                if new:
+                    self._chunk("".join(line + "\n" for line in new).encode())
+                if not alive:
+                    break
+                if self._client_gone():
+                    break
+                time.sleep(IDLE_STEP)
+                self.api.wait_idle(None)
+            self._end_stream()
+        except OSError:
+            self.close_connection = True
+
+    def _stream_pod(self, route: Route) -> None:
+        if route.info.kind != "Pod":
+            raise NotFound("the server could not find the requested resource")
+        cluster = self.api.cluster
+        argv = [v for k, vs in parse_qs(urlsplit(self.path).query).items() if k == "command" for v in vs]
+        with cluster.lock:
+            pod = cluster.get("Pod", route.namespace, route.name)
+            container = self._container(pod)
+            phase = (pod.get("status") or {}).get("phase")
+            if phase in ("Succeeded", "Failed"):
+                raise BadRequest(f"cannot {route.sub} a container in a completed pod; current phase is {phase}")
+            rt, app = self._running_app(pod, container)
+        if self.headers.get("Upgrade", "").lower() != "websocket":
+            raise BadRequest("Upgrade request required")
+        protocol = choose_protocol(self.headers.get("Sec-WebSocket-Protocol", ""))
+        if protocol is None:
+            raise BadRequest("unable to upgrade connection: no supported stream protocol offered "
+                             "(want v5.channel.k8s.io or v4.channel.k8s.io)")
+        if route.sub == "exec" and not argv:
+            raise BadRequest("you must specify at least 1 command")
+        self.send_response(101, "Switching Protocols")
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept_key(self.headers.get("Sec-WebSocket-Key", "")))
+        self.send_header("Sec-WebSocket-Protocol", protocol)
+        self.end_headers()
+        self.wfile.flush()
+        self.close_connection = True
+        ws = WebSocket(self.rfile, self.wfile, protocol)
+        tty = self.query.get("tty") in ("true", "1")
+        try:
+            if route.sub == "exec":
+                stdin = self._read_stdin(ws) if self.query.get("stdin") in ("true", "1") else ""
+                if stdin and len(argv) == 1 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash", "ash"):
+                    argv = [argv[0], "-c", stdin]
+                with cluster.lock:
+                    if stdin and argv == ["cat"]:
+                        result = ExecResult(0, stdin, "")
+                    else:
+                        result = cluster.kubelet.exec(cluster.store.get("Pod", route.namespace, route.name),
+                                                      container, argv)
+                        cluster.settle()
+                out, err = result.stdout, result.stderr
+                if tty:
+                    ws.send_channel(STDOUT, (out + err).replace("\r\n", "\n").replace("\n", "\r\n").encode())
+                else:
+                    ws.send_channel(STDOUT, out.encode())
+                    ws.send_channel(STDERR, err.encode())
+                ws.send_status(result.code, argv)
+            else:
+                self._attach(ws, route, rt, app, container, tty)
+        except OSError:
+            pass
+        finally:
+            ws.close()
+
+    def _read_stdin(self, ws: WebSocket) -> str:
+        """What the client sends on stdin until it closes it (v5), or until it goes quiet (older protocols)."""
+        data = b""
+        quiet = 0.3 if ws.protocol != "v5.channel.k8s.io" else 5.0
+        self.connection.settimeout(quiet)
+        try:
+            while len(data) < MAX_BODY:
+                opcode, payload = ws.receive()
+                if not payload:
+                    continue
+                if payload[0] == STDIN:
+                    data += payload[1:]
+                elif payload[0] == CLOSE and payload[1:2] == bytes([STDIN]):
+                    break
+        except (OSError, WebSocketClosed):
+            pass
+        finally:
+            self.connection.settimeout(None)
+        return data.decode("utf-8", errors="replace")
+
+    def _attach(self, ws: WebSocket, route: Route, rt: Any, app: Any, container: str, tty: bool) -> None:
+        cluster = self.api.cluster
+        with cluster.lock:
+            sent = len(app.log)  # attach sees what the container prints from now on, as with a real kubelet
+        code = 0
+        while not self.api.stopping:
+            with cluster.lock:
+                current = cluster.store.find("Pod", route.namespace, route.name)
+                new = list(app.log[sent:])
+                sent = len(app.log)
+                restarted = rt.apps.get(container) is not app
+                exited = container in rt.exited
+                if exited:
+                    code = rt.exited[container]
+                done = current is None or exited or restarted or current["metadata"].get("deletionTimestamp")
+            if new:
+                text = "".join(line + "\n" for line in new)
+                if tty:
+                    text = text.replace("\n", "\r\n")
+                ws.send_channel(STDOUT, text.encode())
+            if done:
+                break
+            if self._client_gone():
+                return
+            time.sleep(IDLE_STEP)
+            self.api.wait_idle(None)
+        ws.send_status(code, [])
