@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-import time
 
 import pytest
 
@@ -404,15 +403,6 @@ def _big():
     return svc, pods, existing
 
 
-def _best_time(fn, runs=7):
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
-
-
 @pytest.mark.parametrize("change", ["flip", "delete", "terminate"])
 def test_one_pod_change_among_5000_rewrites_exactly_one_slice(change):
     svc, pods, existing = _big()
@@ -423,12 +413,11 @@ def test_one_pod_change_among_5000_rewrites_exactly_one_slice(change):
         del pods[4321]
     else:
         pods[77] = pod(77, terminating=True)
-    elapsed, plan = _best_time(lambda: reconcile(svc, pods, existing, NODES))
+    plan = reconcile(svc, pods, existing, NODES)
     assert not plan.create and not plan.delete and len(plan.update) == 1
     after = store(plan, existing)
     assert sum(len(s["endpoints"]) for s in after) == len(pods)
-    # Budget: 10 ms on a typical workstation; generous here because CI machines vary.
-    assert elapsed < 0.05, f"reconcile took {elapsed * 1000:.1f} ms"
+    # Its speed is measured by bench/bench_cluster.py, not asserted here.
 
 
 def test_one_new_pod_when_every_slice_is_full_creates_one_slice():

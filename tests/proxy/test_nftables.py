@@ -89,7 +89,6 @@ def _one_change_delta(count: int) -> tuple[str, float]:
 
 def test_delta_size_does_not_grow_with_cluster_size():
     small, _ = _one_change_delta(100)
-    large, elapsed = _one_change_delta(3000)
+    large, _ = _one_change_delta(3000)
     assert len(large) <= len(small)
     assert large == small
-    assert elapsed < 0.05
