@@ -60,6 +60,15 @@ def _random_suffix(n: int = 5) -> str:
     return "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(n))
 
 
+def _standalone_kubeconfig() -> str | None:
+    """The kubeconfig of a cluster `labsupport up` runs, if one runs."""
+    try:
+        from labsupport.apiserver.cli import running_kubeconfig
+    except ImportError:
+        return None
+    return running_kubeconfig()
+
+
 class RealKeepAlive:
     """A real keep-alive HTTP connection from this machine: its requests ride one TCP connection, so one pod."""
 
@@ -118,13 +127,18 @@ class KubeBackend:
         self._virtual: bool | None = None
         self._virtual_now: float | None = None
         self._advanced = 0.0
-        self._kubeconfig_source = kubeconfig
         self._changed = threading.Condition()
         self._generation = 0
         self._watchers: dict[str, threading.Thread] = {}
         self._stop = threading.Event()
+        self._discovery: list[KindInfo] | None = None
+        in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and not os.environ.get("KUBECONFIG")
+        if kubeconfig is None and not in_cluster and not os.environ.get("KUBECONFIG") and \
+                not os.path.exists(os.path.expanduser("~/.kube/config")):
+            kubeconfig = _standalone_kubeconfig()
+        self._kubeconfig_source = kubeconfig
         try:
-            if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+            if kubeconfig is None and in_cluster:
                 kconfig.load_incluster_config()
                 from kubernetes.client import ApiClient
                 self.api = ApiClient()
@@ -199,6 +213,54 @@ class KubeBackend:
             base += f"/{sub}"
         return base
 
+    def _discovered(self) -> list[KindInfo]:
+        """Every resource the server serves (its discovery documents), read once; for kinds the lab does not know."""
+        if self._discovery is None:
+            found: list[KindInfo] = []
+            versions = [("", v) for v in self._call("GET", "/api").get("versions", [])]
+            for group in self._call("GET", "/apis").get("groups", []):
+                preferred = (group.get("preferredVersion") or {}).get("version")
+                if preferred:
+                    versions.append((group["name"], preferred))
+            for group, version in versions:
+                path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+                try:
+                    resources = self._call("GET", path).get("resources", [])
+                except APIError:
+                    continue
+                for r in resources:
+                    if "/" not in r.get("name", ""):
+                        found.append(KindInfo(r["kind"], group, version, r["name"], r.get("namespaced", True),
+                                              tuple(r.get("shortNames") or ())))
+            self._discovery = found
+        return self._discovery
+
+    def _resolve(self, name: str) -> KindInfo:
+        """A resource by any kubectl spelling: the lab's own table first, then the server's discovery."""
+        try:
+            return resolve(name)
+        except BadRequest:
+            key = str(name).lower()
+            group = ""
+            if "." in key:
+                key, group = key.split(".", 1)
+            for info in self._discovered():
+                if group and info.group != group:
+                    continue
+                if key in (info.plural, info.kind.lower(), *info.short_names):
+                    return info
+            raise
+
+    def _by_kind(self, kind: str, api_version: str | None) -> KindInfo:
+        """The resource of a manifest's kind and apiVersion: the lab's own table first, then discovery."""
+        try:
+            return by_kind(kind, api_version)
+        except BadRequest:
+            for info in self._discovered():
+                if info.kind == kind and (api_version is None or info.api_version == api_version):
+                    return info
+            raise
+
     def _ns(self, namespace: str | None) -> str:
         """The namespace a verb acts in: "default" (the Lab's default) and None mean the lab's namespace."""
         if namespace in (None, "", "default"):
@@ -213,7 +275,7 @@ class KubeBackend:
 
     # --- objects ------------------------------------------------------------------------------------------------
     def _prepare(self, obj: dict) -> tuple[KindInfo, str | None, dict]:
-        info = by_kind(obj.get("kind", ""), obj.get("apiVersion"))
+        info = self._by_kind(obj.get("kind", ""), obj.get("apiVersion"))
         manifest = json.loads(json.dumps(obj))
         meta = manifest.setdefault("metadata", {})
         ns = self._ns(meta.get("namespace")) if info.namespaced else None
@@ -251,13 +313,13 @@ class KubeBackend:
 
     def get(self, kind: str, name: str, namespace: str | None) -> dict:
         """One object."""
-        info = resolve(kind)
+        info = self._resolve(kind)
         return self._typed(info, self._call("GET", self._path(info, self._ns(namespace) if info.namespaced else None,
                                                                name)))
 
     def list(self, kind: str, namespace: str | None, selector: Any) -> list[dict]:
         """Objects of a kind in the lab's namespace (or the one given), filtered by a label selector."""
-        info = resolve(kind)
+        info = self._resolve(kind)
         ns = self._ns(namespace) if info.namespaced else None
         found = self._call("GET", self._path(info, ns), query=[("labelSelector", selector_text(selector))])
         items = [self._typed(info, item) for item in found.get("items") or []]
@@ -265,7 +327,7 @@ class KubeBackend:
 
     def delete(self, kind: str, name: str, namespace: str | None, grace_period: int | None = None) -> dict:
         """Delete one object; returns once the server accepted it."""
-        info = resolve(kind)
+        info = self._resolve(kind)
         body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
         if grace_period is not None:
             body["gracePeriodSeconds"] = grace_period
@@ -276,7 +338,8 @@ class KubeBackend:
     def scale(self, name: str, replicas: int, namespace: str) -> dict:
         """Set replicas on a Deployment, StatefulSet or ReplicaSet (`deploy/web` or a bare name)."""
         kind, _, bare = name.rpartition("/")
-        kinds = [resolve(kind)] if kind else [resolve("deployments"), resolve("statefulsets"), resolve("replicasets")]
+        kinds = ([self._resolve(kind)] if kind else
+                 [resolve("deployments"), resolve("statefulsets"), resolve("replicasets")])
         ns = self._ns(namespace)
         for info in kinds:
             for attempt in range(3):
@@ -382,7 +445,7 @@ class KubeBackend:
 
     def _pump(self, kind: str) -> None:
         """Follow a watch on `kind` in the lab's namespace; every event wakes the waits, until close()."""
-        info = resolve(kind)
+        info = self._resolve(kind)
         while not self._stop.is_set():
             try:
                 response = self._call("GET", self._path(info, self.namespace if info.namespaced else None),
@@ -407,7 +470,7 @@ class KubeBackend:
     def watch(self, kind: str, namespace: str | None = None, selector: Any = None,
               timeout: float = 60) -> Iterator[tuple[str, dict]]:
         """Yield (event type, object) pairs from a watch on `kind`, as `kubectl get -w` shows them."""
-        info = resolve(kind)
+        info = self._resolve(kind)
         response = self._call("GET", self._path(info, self._ns(namespace) if info.namespaced else None),
                               query=[("watch", "true"), ("labelSelector", selector_text(selector)),
                                      ("timeoutSeconds", int(timeout))], stream=True, timeout=timeout + 5)

@@ -158,3 +158,11 @@ def test_logs_and_exec(kube):
     done = kube.backend.exec("client", ["hostname"], "default", None)
     assert (done.code, done.stdout.strip()) == (0, "client")
     assert isinstance(kube.logs("client"), str)
+
+
+def test_kinds_the_lab_does_not_know_come_from_discovery(kube):
+    info = kube.backend._resolve("deploy")
+    assert (info.kind, info.group) == ("Deployment", "apps")
+    with pytest.raises(Exception, match="doesn't have a resource type"):
+        kube.backend._resolve("frobnicators")
+    assert kube.backend._discovered(), "the embedded server serves discovery documents"
