@@ -523,10 +523,29 @@ class KubeBackend:
             return phase["value"] in ("Succeeded", "Failed")
 
         try:
-            self._wait(finished, timeout, ("pods",), what=f"pod {name} finishing")
+            try:
+                self._wait(finished, timeout, ("pods",), what=f"pod {name} ({image}) finishing")
+            except TimeoutError as e:
+                raise TimeoutError(f"{e}; {self._pod_trouble(name)}") from None
             return phase["value"], self.logs(name, self.namespace, None)
         finally:
             self._forget(self.namespace, name)
+
+    def _pod_trouble(self, name: str) -> str:
+        """Why a pod is stuck, as `kubectl describe` would hint (ImagePullBackOff, Unschedulable …)."""
+        try:
+            pod = self._call("GET", self._path(resolve("pods"), self.namespace, name))
+        except APIError:
+            return "the pod is gone"
+        status = pod.get("status", {})
+        for cs in status.get("containerStatuses") or []:
+            waiting = (cs.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason"):
+                return f"its container is waiting: {waiting['reason']} {waiting.get('message', '')}".strip()
+        for cond in status.get("conditions") or []:
+            if cond.get("status") == "False" and cond.get("reason"):
+                return f"{cond['type']} is False: {cond['reason']} {cond.get('message', '')}".strip()
+        return f"it is {status.get('phase', 'Pending')}"
 
     def _forget(self, namespace: str, name: str) -> None:
         try:
