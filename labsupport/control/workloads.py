@@ -164,7 +164,9 @@ class ReplicaSetController(Controller):
         elif count > want:
             doomed = sorted(active, key=_deletion_rank)[: count - want]
             for pod in doomed:
-                self.cluster.delete("Pod", namespace, pod["metadata"]["name"])
+                # an earlier delete settles the cluster, and a nested sync may already have removed this pod
+                if self.store.find("Pod", namespace, pod["metadata"]["name"]) is not None:
+                    self.cluster.delete("Pod", namespace, pod["metadata"]["name"])
             ready -= sum(1 for p in doomed if pod_ready(p))
             count = want
         status = {"replicas": count, "fullyLabeledReplicas": count, "readyReplicas": ready,
