@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import io
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 NODE = {"apiVersion": "v1", "kind": "Node",
@@ -52,18 +53,20 @@ def synthetic_services(services: int, endpoints: int = 10, *, kind: str = "Clust
     return svcs, slices
 
 
-def _proxy(mode: str, services: int, endpoints: int):
+@lru_cache(maxsize=32)
+def _rendered(mode: str, services: int, endpoints: int) -> tuple[str, int]:
+    """(rule text, rule count) kube-proxy writes for a synthetic cluster; cached, as both charts need it."""
     from labsupport.proxy import KubeProxy
     proxy = KubeProxy(NODE, mode)
     proxy.sync(*synthetic_services(services, endpoints))
-    return proxy
+    return proxy.rules, proxy.rule_count
 
 
 def rule_counts(service_counts: Iterable[int], endpoints: int = 10,
                 modes: Sequence[str] = ("iptables", "ipvs", "nftables")) -> dict[str, list[int]]:
     """How many rules kube-proxy writes on one node for each number of ClusterIP Services, per mode."""
     sizes = list(service_counts)
-    return {mode: [_proxy(mode, n, endpoints).rule_count for n in sizes] for mode in modes}
+    return {mode: [_rendered(mode, n, endpoints)[1] for n in sizes] for mode in modes}
 
 
 def connection_cost(service_counts: Iterable[int], endpoints: int = 10,
@@ -75,10 +78,10 @@ def connection_cost(service_counts: Iterable[int], endpoints: int = 10,
     for mode in modes:
         costs = []
         for n in sizes:
-            proxy = _proxy(mode, n, endpoints)
+            rules = _rendered(mode, n, endpoints)[0]
             svcs, _ = synthetic_services(n, endpoints)
             targets = {svcs[0]["spec"]["clusterIP"], svcs[-1]["spec"]["clusterIP"], svcs[n // 2]["spec"]["clusterIP"]}
-            costs.append(max(trace_packet(mode, proxy.rules, ["172.18.0.3"], "10.244.1.5", ip, 80).rules_evaluated
+            costs.append(max(trace_packet(mode, rules, ["172.18.0.3"], "10.244.1.5", ip, 80).rules_evaluated
                              for ip in targets))
         out[mode] = costs
     return out

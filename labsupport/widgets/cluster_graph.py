@@ -40,6 +40,7 @@ class ClusterGraph(LiveView):
         self.status = widgets.HTML()
         self._build_controls()
         self.children = ([self.controls] if controls else []) + [self.picture, self.status]
+        self.sync_proxies()
         self.refresh()
 
     # --- controls ------------------------------------------------------------------------------------------
@@ -98,6 +99,7 @@ class ClusterGraph(LiveView):
         else:
             if isinstance(outcome, str):
                 self._report(outcome, error=False)
+        self.sync_proxies()
         self.refresh()
 
     def _report(self, message: str, error: bool = True) -> None:

@@ -36,11 +36,12 @@ def read_cluster(lab: Any, *, rule_counts: bool = True) -> dict:
         proxies = {}
         daemons = getattr(lab.backend, "proxies", None)
         if daemons is not None:
-            for name in list(daemons.agents):
-                running = bool(daemons.running.get(name))
-                agent = daemons.agent(name) if running else daemons.agents[name]
-                proxies[name] = {"mode": agent.mode, "running": running,
-                                 "rules": agent.rule_count if rule_counts else None}
+            for name, agent in list(daemons.agents.items()):
+                # No sync is forced here: the count is the last one kube-proxy wrote (as a real node lags a
+                # little behind the API), and the picture says when a sync is pending.
+                proxies[name] = {"mode": agent.mode, "running": bool(daemons.running.get(name)),
+                                 "rules": _rule_count(agent) if rule_counts else None,
+                                 "pending": name in daemons.dirty}
         objects["proxies"] = proxies
         return objects
     objects = {"nodes": lab.get("nodes", namespace=None), "pods": lab.get("pods", namespace=None),
@@ -49,6 +50,19 @@ def read_cluster(lab: Any, *, rule_counts: bool = True) -> dict:
     objects["proxies"] = {n["metadata"]["name"]: {"mode": mode, "running": True, "rules": None}
                           for n in objects["nodes"]}
     return objects
+
+
+_COUNTS: dict[int, tuple[str, int]] = {}
+
+
+def _rule_count(agent: Any) -> int:
+    """The agent's rule count, computed once per rule text it wrote."""
+    rules = agent.rules
+    cached = _COUNTS.get(id(agent))
+    if cached is None or cached[0] is not rules:
+        cached = (rules, agent.rule_count)
+        _COUNTS[id(agent)] = cached
+    return cached[1]
 
 
 class LiveView(widgets.VBox):
@@ -65,7 +79,7 @@ class LiveView(widgets.VBox):
         self.last_update_seconds = 0.0
         self._version = 0
         self._drawn = -1
-        self._published = -1
+        self._published_html = ""
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
         self._display_ids: list[str] = []
@@ -106,6 +120,7 @@ class LiveView(widgets.VBox):
         if self._closed_lab():
             return
         try:
+            self.sync_proxies()
             self.refresh()
         except Exception as exc:            # a background redraw must never kill the kernel's thread
             self._report(f"redraw failed: {exc}")
@@ -130,18 +145,29 @@ class LiveView(widgets.VBox):
     def _report(self, message: str) -> None:
         """Show a one-line message under the view (subclasses put it somewhere visible)."""
 
+    def sync_proxies(self) -> None:
+        """Let every running kube-proxy catch up with the cluster, as a real one does within its sync period.
+
+        Kept out of `refresh()`: it is the cluster's work, not the picture's."""
+        daemons = getattr(getattr(self.lab, "backend", None), "proxies", None)
+        cluster = getattr(getattr(self.lab, "backend", None), "cluster", None)
+        if daemons is not None and cluster is not None and daemons.dirty:
+            with cluster.lock:
+                daemons.sync_all()
+
     def _after_cell(self, *args: Any) -> None:
         if self._closed_lab():
             self.freeze()
             return
-        if self._drawn != self._version:
-            self.refresh()
-        if self._display_ids and self._published != self._drawn:
+        self.sync_proxies()
+        self.refresh()
+        html = self.static_html()
+        if self._display_ids and html != self._published_html:
             from IPython.display import update_display
             bundle = self._repr_mimebundle_()
             for display_id in self._display_ids:
                 update_display(bundle, raw=True, display_id=display_id)
-            self._published = self._drawn
+            self._published_html = html
 
     # --- display -------------------------------------------------------------------------------------------
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
@@ -156,12 +182,13 @@ class LiveView(widgets.VBox):
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
-        if self._drawn != self._version:
-            self.refresh()
-        handle = display(self._repr_mimebundle_(), raw=True, display_id=True)
+        self.sync_proxies()
+        self.refresh()
+        bundle = self._repr_mimebundle_()
+        handle = display(bundle, raw=True, display_id=True)
         if handle is not None:
             self._display_ids.append(handle.display_id)
-        self._published = self._drawn
+        self._published_html = bundle["text/html"]
 
     def freeze(self) -> None:
         """Replace every display of this view by its static picture and close the widget (the lab is gone)."""

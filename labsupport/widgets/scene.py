@@ -135,6 +135,7 @@ def build_model(objects: dict, namespaces: Iterable[str] | None = ("default",)) 
         graph.add_node(f"node:{meta['name']}", kind="node", label=meta["name"], ip=node_ip(node), zone=zone,
                        control_plane=CONTROL_PLANE_LABEL in labels, proxy_mode=proxy.get("mode"),
                        proxy_running=proxy.get("running"), rule_count=proxy.get("rules"),
+                       proxy_pending=bool(proxy.get("pending")),
                        created=meta.get("creationTimestamp", ""))
         graph.add_edge(zone_id, f"node:{meta['name']}", kind="contains")
     pod_ids: dict[str, str] = {}
@@ -418,6 +419,8 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
             if running:
                 rules = d.get("rule_count")
                 label = f"kube-proxy ● {mode}" + (f" · {rules} rules" if rules is not None else "")
+                if d.get("proxy_pending"):
+                    label += " (sync pending)"
                 color = "#00695c"
             else:
                 label = f"kube-proxy ■ stopped — {mode} rules stay in the kernel"
