@@ -234,8 +234,25 @@ class KindBackend(KubeBackend):
             raise NotFound.of("nodes", node)
         return node
 
-    def _exec_ok(self, node: str, argv: list[str]) -> str:
+    def _kube_proxy_pod(self, node: str) -> str | None:
+        for pod in self.list("pods", "kube-system", "k8s-app=kube-proxy"):
+            if pod.get("spec", {}).get("nodeName") == node and pod.get("status", {}).get("phase") == "Running":
+                return pod["metadata"]["name"]
+        return None
+
+    def _node_run(self, node: str, argv: list[str]) -> CommandResult:
+        """A command on the node; a tool the node image lacks is run in the node's kube-proxy pod instead (it
+        shares the node's network namespace and carries iptables, nft, ipset and conntrack)."""
         result = self.kind_cluster.node_exec(node, argv)
+        if result.returncode in (126, 127) or "executable file not found" in result.stderr:
+            pod = self._kube_proxy_pod(node)
+            if pod is not None:
+                done = self.exec(pod, argv, "kube-system", None)
+                return CommandResult(argv, done.code, done.stdout, done.stderr)
+        return result
+
+    def _exec_ok(self, node: str, argv: list[str]) -> str:
+        result = self._node_run(node, argv)
         if not result.ok:
             raise BackendUnavailable(f"`{' '.join(argv)}` on node {node} failed: "
                                      f"{(result.stderr or result.stdout).strip()[:300]}")
@@ -254,8 +271,8 @@ class KindBackend(KubeBackend):
         return parse.kube_proxy_iptables(self._exec_ok(name, ["iptables-save"]))
 
     def _ipvsadm(self, node: str, stats: bool = False) -> str:
-        result = self.kind_cluster.node_exec(node, ["ipvsadm", "-Ln", *(["--stats"] if stats else [])])
-        if result.ok:
+        result = self._node_run(node, ["ipvsadm", "-Ln", *(["--stats"] if stats else [])])
+        if result.ok and result.stdout.strip():
             return result.stdout
         if stats:
             return ""
@@ -264,7 +281,7 @@ class KindBackend(KubeBackend):
     def conntrack(self, node: str | None) -> list[str]:
         """The node's conntrack entries, as `conntrack -L` prints them."""
         name = self._node_name(node)
-        result = self.kind_cluster.node_exec(name, ["conntrack", "-L"])
+        result = self._node_run(name, ["conntrack", "-L"])
         if result.returncode not in (0, 1):
             raise BackendUnavailable(f"conntrack -L on node {name} failed: {result.stderr.strip()[:300]}")
         return parse.conntrack_lines(result.stdout)
@@ -367,8 +384,7 @@ class KindBackend(KubeBackend):
             return None, None
         if node is None:
             return None, None
-        done = self.kind_cluster.node_exec(node, ["conntrack", "-L", "-p", "tcp", "--orig-port-src",
-                                                  str(out.local_port)])
+        done = self._node_run(node, ["conntrack", "-L", "-p", "tcp", "--orig-port-src", str(out.local_port)])
         for record in parse.parse_conntrack(done.stdout):
             if record.original.sport == out.local_port and (not out.local_ip or record.original.src == out.local_ip):
                 return node, record

@@ -136,15 +136,21 @@ def test_progress_follows_kinds_steps():
 
 # --- node verbs: the embedded API server for objects, scripted docker output for nodes ----------------------
 
-@pytest.fixture
-def kind_lab(server, state):
-    """A kind lab whose Kubernetes side is the embedded API server and whose Docker side is a recorder."""
+def existing_cluster(server: Lab) -> RecordingRunner:
+    """A recorder that plays an existing kind cluster `labsupport` whose API server is the embedded one."""
     config = Path(embedded_kubeconfig(server)).read_text()
     runner = RecordingRunner()
     runner.answer(["kind", "get", "clusters"], stdout="labsupport\n")
     runner.answer(["kind", "get", "kubeconfig"], stdout=config)
     runner.answer(["kind", "get", "nodes"], stdout="lab-control-plane\nlab-worker\nlab-worker2\nlab-worker3\n")
     runner.answer(["docker", "image", "inspect"], returncode=1)
+    return runner
+
+
+@pytest.fixture
+def kind_lab(server, state):
+    """A kind lab whose Kubernetes side is the embedded API server and whose Docker side is a recorder."""
+    runner = existing_cluster(server)
     lab = Lab(backend="kind", runner=runner, preflight=False, progress="quiet")
     lab.runner = runner
     yield lab
@@ -174,13 +180,21 @@ def test_proxy_rules_per_mode(kind_lab):
     assert runner.commands()[-1] == "docker exec lab-worker2 nft list table ip kube-proxy"
     kind_lab.set_proxy_mode("ipvs")
     runner.answer(["docker", "exec", "lab-worker", "ipvsadm"], returncode=127, stderr="exec: ipvsadm not found")
+    runner.answer(["docker", "exec", "lab-worker", "ipset"], returncode=127, stderr='OCI runtime exec failed: exec '
+                  'failed: unable to start container process: exec: "ipset": executable file not found in $PATH')
     runner.answer(["docker", "exec", "lab-worker", "cat", "/proc/net/ip_vs"],
                   stdout=(DATA / "proc-net-ip_vs.txt").read_text())
     bundle = kind_lab.proxy_rules("node/lab-worker")
     assert bundle.startswith("# ipvsadm -Ln\n") and "TCP  10.111.76.235:80 rr" in bundle
-    assert runner.commands()[-4:] == ["docker exec lab-worker cat /proc/net/ip_vs",
-                                      "docker exec lab-worker ip -brief addr show kube-ipvs0",
-                                      "docker exec lab-worker ipset list", "docker exec lab-worker iptables-save"]
+    kube_proxy = next(p["metadata"]["name"] for p in kind_lab.get("pods", namespace="kube-system",
+                                                                  selector="k8s-app=kube-proxy")
+                      if p["spec"]["nodeName"] == "lab-worker")
+    commands = runner.commands()
+    assert commands[commands.index("docker exec lab-worker cat /proc/net/ip_vs") + 1:] == [
+        "docker exec lab-worker ip -brief addr show kube-ipvs0",
+        "docker exec lab-worker ipset list",
+        f"{runner.calls[-2][0]} --kubeconfig {kind_lab.kubeconfig} exec -n kube-system {kube_proxy} -- ipset list",
+        "docker exec lab-worker iptables-save"]
     with pytest.raises(NotFound):
         kind_lab.proxy_rules("nope")
 
@@ -264,3 +278,12 @@ def test_preflight_refuses_with_every_problem(state):
     text = str(info.value)
     assert text.startswith("the kind backend cannot run here:\n  - Docker is not installed")
     assert "\n  - kind is not installed" in text and "labsupport doctor" in text
+
+
+def test_reusing_a_cluster_in_another_mode_switches_kube_proxy(server, state):
+    runner = existing_cluster(server)
+    with Lab(backend="kind", proxy_mode="nftables", runner=runner, preflight=False, progress="quiet") as lab:
+        assert lab.proxy_mode == "nftables"
+        config = yaml.safe_load(lab.get("configmaps", "kube-proxy", namespace="kube-system")["data"]["config.conf"])
+        assert config["mode"] == "nftables"
+        assert not any(c.startswith("kind create") for c in runner.commands()), "reused, not created"
