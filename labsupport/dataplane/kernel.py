@@ -23,11 +23,10 @@ import random
 import re
 import shutil
 import socket
-import threading
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from labsupport.control import dns
@@ -55,6 +54,8 @@ NODE_SYSCTLS = {"net.ipv4.ip_forward": "1", "net.ipv4.conf.all.route_localnet": 
                 "net.bridge.bridge-nf-call-iptables": "1", "net.ipv4.conf.all.rp_filter": "0",
                 "net.ipv4.conf.default.rp_filter": "0"}
 NFT_RESET = "add table ip kube-proxy\ndelete table ip kube-proxy\n"
+
+__all__ = ["KernelNetwork", "KernelKeepAlive", "KernelError", "preflight", "problems", "clean", "parse_nslookup"]
 
 _LIVE: "weakref.WeakSet[KernelNetwork]" = weakref.WeakSet()
 
@@ -189,7 +190,8 @@ class KernelKeepAlive:
         except ConnectionRefusedError:
             sock.close()
             ms = int((time.monotonic() - start) * 1000)
-            result.error = f"curl: (7) Failed to connect to {ip} port {self.port} after {ms} ms: Couldn't connect to server"
+            result.error = (f"curl: (7) Failed to connect to {ip} port {self.port} after {ms} ms: "
+                            "Couldn't connect to server")
             result.exit_code = 7
             return result
         except (socket.timeout, OSError):
@@ -597,7 +599,8 @@ class KernelNetwork:
             for svc in self.cluster.store.list("Service"):
                 if svc["spec"].get("healthCheckNodePort") == local[1]:
                     code, body = self.health_check(node_name, svc)
-                    return Answer(code, body, {"Content-Type": "application/json", "X-Content-Type-Options": "nosniff"}), who
+                    return Answer(code, body, {"Content-Type": "application/json",
+                                               "X-Content-Type-Options": "nosniff"}), who
             return Answer(404, "404 page not found\n"), who
         return handle
 

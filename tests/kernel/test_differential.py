@@ -141,7 +141,8 @@ def test_target_port_mismatch_is_refused(labs):
 def test_pod_to_service_keeps_the_pod_ip(labs):
     def run(lab):
         ip = lab.get("svc", "spread")["spec"]["clusterIP"]
-        return {(p["status"]["podIP"], lab.curl(f"http://{ip}/clientip", source=f"pod/{p['metadata']['name']}").client_ip)
+        return {(p["status"]["podIP"],
+                 lab.curl(f"http://{ip}/clientip", source=f"pod/{p['metadata']['name']}").client_ip)
                 for p in lab.get("pods", selector="app=cluster")}
     sim, kernel = both(labs, run)
     assert sim == kernel
