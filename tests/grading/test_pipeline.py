@@ -63,6 +63,58 @@ spec:
 lab.apply(WEB)
 lab.advance(20)''', "slice-test", "does the selector 'app=wbe' match any pod's labels?"),
         tampered_test="slice-test", loop_cell="settle", still_passes=("deploy-test", "terminate-test")),
+    "02-dns": Plan(
+        wrong=Wrong("headless", '''
+HEADLESS_DB = """
+apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec:
+  clusterIP: None
+  selector: {app: db}
+  ports: [{port: 5432, targetPort: 80}]
+"""
+lab.apply(HEADLESS_DB)''', "headless-test", "so it is not headless: set spec.clusterIP: None"),
+        tampered_test="nslookup-test", loop_cell="pod-back", still_passes=("statefulset-test", "pod-dns-test")),
+    "03-nodeport-source-ip": Plan(
+        wrong=Wrong("before", '''
+pod_node = lab.get("pods", selector="app=echo")[0]["spec"]["nodeName"]
+ips = checks.node_ips(lab)
+other_node = "lab-worker2"
+vip = lab.get("svc", "echo")["spec"]["clusterIP"]
+before = lab.curl(f"http://{vip}:{node_port}/clientip", source="client")''',
+                    "before-test", "which is not a node's IP"),
+        tampered_test="after-test", loop_cell="after", still_passes=("nodeport-test", "before-test", "local-test")),
+    "04-kube-proxy-rules": Plan(
+        wrong=Wrong("probabilities", "probabilities = [1 / 3] * 3\nshares = [1 / 3] * 3",
+                    "probabilities-test", "are not the probabilities in the rules"),
+        tampered_test="service-chain-test", loop_cell="ipvs",
+        still_passes=("service-chain-test", "five-test", "nftables-test")),
+    "05-troubleshooting": Plan(
+        wrong=Wrong("pay", '''
+diagnosis_pay = "targetPort"
+lab.apply("""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: pay}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: pay}}
+  template:
+    metadata: {labels: {app: pay}}
+    spec:
+      containers:
+      - name: netexec
+        image: registry.k8s.io/e2e-test-images/agnhost:2.53
+        args: [netexec, --http-port=8080]
+        ports: [{containerPort: 80}]
+""")
+lab.advance(30)''', "pay-test", "the targetPort does not match the port the container listens on"),
+        tampered_test="shop-test", loop_cell="api", still_passes=("shop-test", "cart-test", "admin-test")),
+    "06-review": Plan(
+        wrong=Wrong("q1-numbers", "endpoints_bytes = 1.5e6\nslice_bytes = 1.5e6 / 50",
+                    "q1-endpoints-test", "endpoints_bytes is 1.5e+06, which is not what the numbers give"),
+        tampered_test="q3-test", loop_cell="q4-answers", still_passes=("q1-slices-test", "q3-test")),
 }
 
 
