@@ -22,6 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pyroute2 import NetNS  # noqa: E402
+
 from labsupport.dataplane.kernel_ns import (add_bridge, add_veth, configure, create_namespace, inside,  # noqa: E402
                                             new_run_id, ns_name, release_run_id, remove_namespace, run_in,
                                             set_sysctls)
@@ -83,10 +85,13 @@ class Bed:
         add_bridge(self.node, "lsk-cni0", GATEWAY, 24)
         add_veth(self.node, "lskbench0", self.pod, "eth0", master="lsk-cni0", hairpin=True)
         configure(self.pod, "eth0", POD_IP, 24, GATEWAY)
-        for base in (10, 30):
-            for j in range(ENDPOINTS):
-                run_in(self.pod, ["ip", "addr", "add", f"10.244.1.{base + j}/24", "dev", "eth0"], check=True)
-        run_in(self.node, ["ip", "route", "add", "default", "dev", "lsk-cni0"], check=True)
+        with NetNS(self.pod) as ns:
+            eth0 = ns.link_lookup(ifname="eth0")[0]
+            for base in (10, 30):
+                for j in range(ENDPOINTS):
+                    ns.addr("add", index=eth0, address=f"10.244.1.{base + j}", prefixlen=24)
+        with NetNS(self.node) as ns:       # the node needs a route for ClusterIPs before DNAT picks the pod
+            ns.route("add", dst="0.0.0.0/0", oif=ns.link_lookup(ifname="lsk-cni0")[0])
         set_sysctls(self.node, {"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"})
         with inside(self.pod):
             self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
