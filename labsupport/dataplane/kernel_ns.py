@@ -17,7 +17,10 @@ import threading
 import time
 from typing import Iterator
 
-from pyroute2 import IPRoute, NetNS, netns
+try:
+    from pyroute2 import IPRoute, NetNS, netns
+except ImportError:          # not Linux, or not installed: kernel.problems() says so
+    IPRoute = NetNS = netns = None
 
 from labsupport.errors import LabError
 
@@ -72,7 +75,9 @@ def link_name(key: str) -> str:
 # --- namespaces -------------------------------------------------------------------------------------------
 def list_namespaces(prefix: str = PREFIX) -> list[str]:
     """Network namespaces whose name starts with `prefix`."""
-    return sorted(n for n in netns.listnetns() if n.startswith(prefix))
+    if not os.path.isdir(NETNS_DIR):
+        return []
+    return sorted(n for n in os.listdir(NETNS_DIR) if n.startswith(prefix))
 
 
 def create_namespace(name: str) -> None:
