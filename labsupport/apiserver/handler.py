@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 
 from labsupport.apiserver import discovery, tables
+from labsupport.apiserver.fields import conflict_error
 from labsupport.apiserver.patch import apply_patch, json_merge_patch, json_patch, strategic_merge_patch
 from labsupport.apiserver.pods import PodStreams
 from labsupport.apiserver.routes import (DRAIN_LIMIT, ENDPOINTS_WARNING, MAX_BODY, Route, TooLarge, Unauthorized,
@@ -23,6 +24,9 @@ from labsupport.control.clock import rfc3339
 from labsupport.control.store import clone
 from labsupport.errors import APIError, BadRequest, Conflict, MethodNotAllowed, NotFound
 from labsupport.model.selectors import parse_field_selector, to_selector
+
+#: The manager of client-side `kubectl apply`; kubectl hands its fields over when switching to server-side apply.
+CLIENT_SIDE_APPLY = "kubectl-client-side-apply"
 
 if TYPE_CHECKING:
     from labsupport.apiserver.server import APIServer
@@ -383,9 +387,20 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
         dry = self._dry_run()
         cluster = self.api.cluster
         with cluster.lock:
-            created = cluster.create(obj, dry_run=dry)
+            created = cluster.create(clone(obj), dry_run=dry)
+            if not dry:
+                self.api.record_update(created, None, obj, self._manager())
             now = cluster.clock.now
         self._send_object(route, created, now, code=201)
+
+    def _manager(self) -> str:
+        """The request's field manager: the fieldManager parameter, else the user agent's name, as upstream."""
+        manager = self.query.get("fieldManager")
+        if manager:
+            if len(manager) > 128:
+                raise BadRequest("fieldManager: Too long: may not be more than 128 bytes")
+            return manager
+        return (self.headers.get("User-Agent") or "unknown").split("/", 1)[0][:128] or "unknown"
 
     def _replace(self, route: Route) -> None:
         body = self._parse_body()
@@ -393,10 +408,13 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
         cluster = self.api.cluster
         dry = self._dry_run()
         with cluster.lock:
+            old = cluster.get(route.info.kind, self._namespace(route), route.name)
             if route.sub == "status":
-                stored = cluster.replace_status(obj)
+                stored = cluster.replace_status(clone(obj))
             else:
-                stored = cluster.replace(obj, dry_run=dry)
+                stored = cluster.replace(clone(obj), dry_run=dry)
+            if not dry:
+                self.api.record_update(stored, old, obj, self._manager(), route.sub or "")
             now = cluster.clock.now
         self._send_object(route, stored, now)
 
@@ -415,9 +433,11 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
                 raise BadRequest("the patch did not leave an object")
             new = self._check_object(route, new, name=route.name)
             if route.sub == "status":
-                stored = cluster.replace_status(new)
+                stored = cluster.replace_status(clone(new))
             else:
-                stored = cluster.replace(new, dry_run=dry)
+                stored = cluster.replace(clone(new), dry_run=dry)
+            if not dry:
+                self.api.record_update(stored, current, new, self._manager(), route.sub or "")
             now = cluster.clock.now
         self._send_object(route, stored, now)
 
@@ -450,6 +470,11 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
             if not dry:
                 api.record_apply(created, manager, applied)
             return self._send_object(route, created, cluster.clock.now, code=201)
+        if self.query.get("force") not in ("true", "1"):
+            found = [c for c in api.fields.conflicts(current, applied, manager)
+                     if not (c[0][0] == CLIENT_SIDE_APPLY and manager == "kubectl")]
+            if found:
+                raise conflict_error(found)
         previous = api.applied.get(current["metadata"]["uid"], {}).get(manager)
         new = apply_patch(current, applied, previous)
         if applied["metadata"].get("resourceVersion") is None:
@@ -576,6 +601,9 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
             given_rv = (new_scale.get("metadata") or {}).get("resourceVersion")
             new["metadata"]["resourceVersion"] = given_rv or current["metadata"]["resourceVersion"]
             stored = cluster.replace(new, dry_run=dry)
+            if not dry:
+                self.api.fields.record_paths(stored, [("f:spec", "f:replicas")], self._manager(),
+                                             rfc3339(cluster.clock.now), "scale")
             self._send_json(self._scale_of(stored))
 
     # --- pods: logs, exec, attach --------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import yaml
 
 from labsupport.apiserver.handler import RequestHandler
-from labsupport.apiserver.patch import fields_v1
+from labsupport.apiserver.fields import FieldOwners
 from labsupport.apiserver.routes import IDLE_STEP
 from labsupport.control.clock import rfc3339
 from labsupport.control.store import clone
@@ -91,8 +91,8 @@ class APIServer:
         self._advance_lock = threading.Lock()
         self._stopping = threading.Event()
         self._unsubscribe: Callable[[], None] | None = None
-        self.applied: dict[tuple, dict[str, dict]] = {}
-        self.managed: dict[str, list[dict]] = {}
+        self.fields = FieldOwners()
+        self.applied: dict[str, dict[str, dict]] = {}
 
     # --- lifecycle -----------------------------------------------------------------------------------------
     @property
@@ -247,21 +247,21 @@ class APIServer:
     # --- managed fields ------------------------------------------------------------------------------------
     def decorate(self, obj: dict) -> dict:
         """Add what the server keeps beside the store (managedFields) to an object it returns."""
-        fields = self.managed.get(obj.get("metadata", {}).get("uid", ""))
+        fields = self.fields.managed_fields(obj)
         if fields:
             obj = dict(obj)
             obj["metadata"] = dict(obj["metadata"], managedFields=fields)
         return obj
 
+    def record_update(self, obj: dict, old: dict | None, submitted: dict, manager: str,
+                      subresource: str = "") -> None:
+        """A write by a field manager: it now owns the fields it changed."""
+        self.fields.record_update(obj, old, submitted, manager, rfc3339(self.cluster.clock.now), subresource)
+
     def record_apply(self, obj: dict, manager: str, applied: dict) -> None:
-        """Remember what a field manager applied (server-side apply) and publish it as managedFields."""
-        uid = obj["metadata"]["uid"]
-        entries = [e for e in self.managed.get(uid, []) if e.get("manager") != manager]
-        entries.append({"manager": manager, "operation": "Apply", "apiVersion": obj.get("apiVersion"),
-                        "time": rfc3339(self.cluster.clock.now), "fieldsType": "FieldsV1",
-                        "fieldsV1": fields_v1(applied)})
-        self.managed[uid] = entries
-        self.applied.setdefault(uid, {})[manager] = clone(applied)
+        """Remember what a field manager applied (server-side apply): it owns exactly that configuration."""
+        self.fields.record_apply(obj, applied, manager, rfc3339(self.cluster.clock.now))
+        self.applied.setdefault(obj["metadata"]["uid"], {})[manager] = clone(applied)
 
 
 __all__ = ["APIServer", "make_certificate"]

@@ -139,12 +139,12 @@ def test_plain_http_and_garbage_connections(api):
     import socket
     for payload in (b"GET /api HTTP/1.1\r\nHost: x\r\n\r\n", b"\x16\x03\x01\x00\x05hello", b"\x00" * 100, b""):
         with socket.create_connection((api.host, api.port), timeout=5) as sock:
-            sock.sendall(payload)
-            sock.shutdown(socket.SHUT_WR)
             try:
+                sock.sendall(payload)
+                sock.shutdown(socket.SHUT_WR)
                 sock.recv(100)
             except OSError:
-                pass
+                pass  # the server may hang up first; all that matters is that it keeps serving
     assert api.request("GET", "/api/v1/namespaces/default/services/web")[0] == 200
 
 

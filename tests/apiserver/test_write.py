@@ -126,3 +126,27 @@ def test_create_subcommands_sent_as_protobuf(kubectl, lab):
     assert lab.get("namespaces", name="team-a", namespace=None)["metadata"]["name"] == "team-a"
     for what in ("deployment hello", "service hello", "configmap cfg", "namespace team-a"):
         kubectl(f"delete {what}")
+
+
+def test_server_side_apply_conflicts(kubectl, lab):
+    manifest = APP.replace("shop", "owned")
+    kubectl("apply --server-side -f -", input=manifest)
+    kubectl("scale deployment owned --replicas=5")
+    result = kubectl("apply --server-side -f -", input=manifest, ok=False)
+    assert result.returncode == 1
+    assert 'Apply failed with 1 conflict: conflict with "kubectl" with subresource "scale" using apps/v1: ' \
+           '.spec.replicas' in result.stderr
+    assert lab.get("deployments", name="owned")["spec"]["replicas"] == 5
+    kubectl("apply --server-side --force-conflicts -f -", input=manifest)
+    assert lab.get("deployments", name="owned")["spec"]["replicas"] == 2
+    managers = {m["manager"]: m for m in lab_managed_fields(kubectl, "owned")}
+    assert managers["kubectl"]["operation"] == "Apply"
+    assert "f:replicas" in managers["kubectl"]["fieldsV1"]["f:spec"]
+    containers = managers["kubectl"]["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    assert 'k:{"name":"nginx"}' in containers
+    kubectl("delete deployment owned")
+
+
+def lab_managed_fields(kubectl, name: str) -> list[dict]:
+    return json.loads(kubectl(f"get deployment {name} -o json --show-managed-fields").stdout)["metadata"][
+        "managedFields"]
