@@ -10,7 +10,7 @@ import json
 import threading
 from typing import Any
 
-from labsupport.apiserver.patch import _merge_key
+from labsupport.apiserver.patch import merge_key
 from labsupport.errors import APIError
 
 Path = tuple[str, ...]
@@ -40,7 +40,7 @@ def leaves(obj: Any, prefix: Path = ()) -> dict[Path, Any]:
             out.update(leaves(value, prefix + (f"f:{key}",)))
         return out
     if isinstance(obj, list) and obj and all(isinstance(i, dict) for i in obj) and prefix:
-        key = _merge_key(prefix[-1][2:], obj)
+        key = merge_key(prefix[-1][2:], obj)
         if key is not None and all(key in i for i in obj):
             for item in obj:
                 out.update(leaves(item, prefix + (f'k:{{"{key}":{json.dumps(item[key], separators=(",", ":"))}}}',)))

@@ -25,7 +25,8 @@ class UnprocessableEntity(APIError):
     reason = "Invalid"
 
 
-def _merge_key(field: str, items: list) -> str | None:
+def merge_key(field: str, items: list) -> str | None:
+    """The key strategic merge patch matches elements of list `field` by (None: the list is atomic)."""
     if field == "ports":
         sample = next((i for i in items if isinstance(i, dict)), {})
         return "containerPort" if "containerPort" in sample else "port"
@@ -100,7 +101,7 @@ def _merge_list(field: str, current: Any, patch: list) -> list:
             if p not in out:
                 out.append(p)
         return out
-    key = _merge_key(field, patch) if patch and all(isinstance(p, dict) for p in patch) else None
+    key = merge_key(field, patch) if patch and all(isinstance(p, dict) for p in patch) else None
     if key is None:
         return [clone(p) for p in patch if not (isinstance(p, dict) and p.get("$patch") == "delete")]
     out = [clone(c) for c in current]
@@ -123,7 +124,7 @@ def _reorder(field: str, items: list, order: list) -> list:
     if not order:
         return items
     if all(isinstance(o, dict) for o in order):
-        key = _merge_key(field, order)
+        key = merge_key(field, order)
         if key is None:
             return items
         rank = {o.get(key): i for i, o in enumerate(order)}
@@ -219,48 +220,6 @@ def _remove(doc: Any, parts: list[str]) -> Any:
 
 
 # --- server-side apply ---------------------------------------------------------------------------------------
-def field_set(obj: Any, prefix: str = "") -> set[str]:
-    """The leaf field paths of an applied configuration (list elements keyed by merge key or index)."""
-    out: set[str] = set()
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            out |= field_set(value, f"{prefix}.{key}") if isinstance(value, (dict, list)) and value else \
-                {f"{prefix}.{key}"}
-    elif isinstance(obj, list):
-        out.add(prefix)
-    return out
-
-
-def fields_v1(obj: Any, field: str = "") -> dict:
-    """A managedFields `fieldsV1` tree for an applied configuration."""
-    if isinstance(obj, dict):
-        out: dict[str, Any] = {}
-        for key, value in obj.items():
-            if key in ("apiVersion", "kind"):
-                continue
-            if key == "metadata" and isinstance(value, dict):
-                value = {k: v for k, v in value.items() if k not in ("name", "namespace")}
-                if not value:
-                    continue
-            out[f"f:{key}"] = fields_v1(value, key)
-        return out
-    if isinstance(obj, list) and obj and all(isinstance(i, dict) for i in obj):
-        key = _merge_key(field, obj)
-        if key is None:
-            return {}
-        out = {}
-        for item in obj:
-            if key in item:
-                out[f'k:{{"{key}":{_json(item[key])}}}'] = dict({".": {}}, **fields_v1(item, ""))
-        return out
-    return {}
-
-
-def _json(value: Any) -> str:
-    import json
-    return json.dumps(value, separators=(",", ":"))
-
-
 def apply_patch(current: dict | None, applied: dict, previous: dict | None) -> dict:
     """Server-side apply: merge `applied` into `current`, dropping fields this manager set before and dropped now."""
     if current is None:
@@ -279,7 +238,7 @@ def _apply_merge(target: Any, applied: Any, field: str = "") -> Any:
         return out
     if isinstance(applied, list) and applied and all(isinstance(i, dict) for i in applied) and \
             isinstance(target, list):
-        key = _merge_key(field, applied)
+        key = merge_key(field, applied)
         if key is None:
             return clone(applied)
         out = []
