@@ -52,6 +52,14 @@ def pods(lab: Any, selector: str | None = None, namespace: str = "default") -> T
     return Table(rows, ["name", "state", "ip", "node"])
 
 
+def running(lab: Any, selector: str | None = None, *, name: str | None = None, namespace: str = "default") -> int:
+    """How many pods (picked by selector, or the one named) run and are not being deleted."""
+    found = ([lab.get("pods", name, namespace=namespace)] if name else
+             lab.get("pods", namespace=namespace, selector=selector))
+    return sum(1 for p in found
+               if p.get("status", {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp"))
+
+
 def pod_ips(lab: Any, selector: str, namespace: str = "default") -> list[str]:
     """The IPs of the pods a selector picks (pods being deleted included), sorted."""
     return sorted(p["status"]["podIP"] for p in lab.get("pods", namespace=namespace, selector=selector)
@@ -115,4 +123,4 @@ def self_check(passed: bool, success: str, hint: str) -> str:
     return f"✓ {success}"
 
 
-__all__ = ["Table", "Yaml", "nodes", "spread", "pods", "pod_ips", "endpoints", "ready_count", "self_check"]
+__all__ = ["Table", "Yaml", "nodes", "spread", "pods", "running", "pod_ips", "endpoints", "ready_count", "self_check"]

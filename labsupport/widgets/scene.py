@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -383,7 +384,15 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
         width, height = right + 14 * s, low + 34 * s
     steps = steps or []
     shown = steps if reveal is None else steps[:max(0, reveal)]
-    caption_h = (18 + 17 * len(shown)) * s if steps else 0
+    limit = max(40, int(width / (6.6 * s)))
+    caption: list[tuple[str, bool]] = []
+    for i, step in enumerate(shown, 1):
+        for j, line in enumerate(textwrap.wrap(f"{i}. {step.text}", limit, subsequent_indent="    ")):
+            caption.append((line, False))
+        if step.rewrites:
+            for line in textwrap.wrap("NAT: " + "; ".join(step.rewrites), limit - 4):
+                caption.append(("    " + line, True))
+    caption_h = (24 + 16 * len(caption)) * s if steps else 0
     total_h = height + caption_h
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="cluster-graph" width="{width:.0f}" '
            f'height="{total_h:.0f}" viewBox="0 0 {width:.0f} {total_h:.0f}" '
@@ -507,13 +516,11 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
         cy = height + 4 * s
         out.append(_text(14 * s, cy + 8 * s, f"the traced connection ({len(shown)}/{len(steps)} steps)", fs,
                          weight="bold", fill=TRACE_COLOR))
-        for i, step in enumerate(shown, 1):
-            cy += 17 * s
-            nat = ("   [" + "; ".join(step.rewrites) + "]") if step.rewrites else ""
-            line = f"{i}. {step.text}{nat}"
-            limit = int(width / (6.4 * s))
-            out.append(_text(14 * s, cy + 8 * s, line if len(line) <= limit else line[:limit - 1] + "…",
-                             fs * 0.85, cls="trace-caption"))
+        for line, is_nat in caption:
+            cy += 16 * s
+            out.append(f'<text x="{14 * s:.1f}" y="{cy + 8 * s:.1f}" font-size="{fs * 0.85:.1f}" '
+                       f'fill="{TRACE_COLOR if is_nat else "#212121"}" font-weight="{"bold" if is_nat else "normal"}" '
+                       f'class="trace-caption" xml:space="preserve">{_esc(line)}</text>')
     # legend
     ly = height - 12 * s
     lx = 14 * s
