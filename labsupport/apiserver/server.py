@@ -171,6 +171,10 @@ class APIServer:
     # --- events and time -----------------------------------------------------------------------------------
     def _on_event(self, event) -> None:
         self._last_event = time.monotonic()
+        if event.type == "DELETED":
+            uid = event.object["metadata"].get("uid", "")
+            self.fields.forget(uid)
+            self.applied.pop(uid, None)
         with self._cond:
             for w in self._watchers:
                 if w.kind == event.kind:
