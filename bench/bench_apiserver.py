@@ -15,12 +15,13 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from labsupport import Lab  # noqa: E402
 from labsupport.kubectl import run_kubectl  # noqa: E402
-from tests.apiserver.conftest import endpoint_of  # noqa: E402
+from tests.apiserver.conftest import Endpoint, endpoint_of  # noqa: E402
 
 WEB = """
 apiVersion: apps/v1
@@ -36,7 +37,7 @@ spec:
 """
 
 
-def timed(fn, runs: int) -> list[float]:
+def timed(fn: Callable[[], object], runs: int) -> list[float]:
     """Wall time of `runs` calls, in seconds."""
     out = []
     for _ in range(runs):
@@ -54,7 +55,7 @@ def describe(name: str, samples: list[float]) -> None:
           f"(n={len(samples)})")
 
 
-def list_rate(endpoint, clients: int, seconds: float) -> float:
+def list_rate(endpoint: Endpoint, clients: int, seconds: float) -> float:
     """Lists of all pods per second with `clients` keep-alive connections."""
     counts = [0] * clients
     stop = time.perf_counter() + seconds
@@ -76,7 +77,7 @@ def list_rate(endpoint, clients: int, seconds: float) -> float:
     return sum(counts) / seconds
 
 
-def watch_rate(lab: Lab, endpoint, watchers: int, changes: int) -> float:
+def watch_rate(lab: Lab, endpoint: Endpoint, watchers: int, changes: int) -> float:
     """Events per second delivered (summed over watchers) while `changes` ConfigMap writes happen."""
     cluster = lab._backend.cluster
     rv = cluster.store.rv

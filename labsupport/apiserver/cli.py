@@ -60,7 +60,7 @@ def running_kubeconfig() -> str | None:
     return state["kubeconfig"] if state else None
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     """Add this package's subcommands to the `labsupport` CLI."""
     up = subparsers.add_parser("up", help="run a standalone embedded cluster with a Kubernetes API (background)")
     up.add_argument("--seed", type=int, default=0, help="seed for names, IPs and timings (default 0)")
@@ -78,7 +78,7 @@ def register(subparsers) -> None:
     kubectl.set_defaults(func=cmd_kubectl)
 
 
-def cmd_up(args) -> int:
+def cmd_up(args: argparse.Namespace) -> int:
     """`labsupport up`: start the standalone cluster (or report the one already running)."""
     state = read_state()
     if state:
@@ -142,7 +142,7 @@ def serve(seed: int = 0, port: int = 0, proxy_mode: str = "iptables") -> int:
     return 0
 
 
-def cmd_down(args) -> int:
+def cmd_down(args: argparse.Namespace) -> int:
     """`labsupport down`: stop the standalone cluster."""
     state = read_state()
     if not state:
@@ -167,7 +167,7 @@ def cmd_down(args) -> int:
     return 0
 
 
-def cmd_status(args) -> int:
+def cmd_status(args: argparse.Namespace) -> int:
     """`labsupport status`: where the standalone cluster runs (exit 1 when none does)."""
     state = read_state()
     if not state:
@@ -177,7 +177,7 @@ def cmd_status(args) -> int:
     return 0
 
 
-def cmd_kubectl(args) -> int:
+def cmd_kubectl(args: argparse.Namespace) -> int:
     """`labsupport kubectl …`: the real kubectl against the standalone cluster."""
     from labsupport.kubectl import find_kubectl
     state = read_state()

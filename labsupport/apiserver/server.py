@@ -52,13 +52,13 @@ class TLSServer(ThreadingHTTPServer):
     daemon_threads = True
     context: ssl.SSLContext
 
-    def get_request(self):
+    def get_request(self) -> tuple[ssl.SSLSocket, Any]:
         """Accept one connection and wrap it in TLS without blocking the accept loop on the handshake."""
         sock, addr = self.socket.accept()
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
 
-    def handle_error(self, request, client_address) -> None:
+    def handle_error(self, request: Any, client_address: Any) -> None:
         """A connection that fails its handshake or drops is not worth a traceback."""
 
 
