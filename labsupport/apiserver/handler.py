@@ -18,6 +18,7 @@ from labsupport.apiserver.patch import apply_patch, json_merge_patch, json_patch
 from labsupport.apiserver.pods import PodStreams
 from labsupport.apiserver.routes import (DRAIN_LIMIT, ENDPOINTS_WARNING, MAX_BODY, Route, TooLarge, Unauthorized,
                                          UnsupportedMediaType, parse_route, selected, status_success)
+from labsupport.apiserver.schema import check_fields
 from labsupport.apiserver.watch import Watching
 from labsupport.apiserver.websocket import WebSocketClosed
 from labsupport.control.clock import rfc3339
@@ -358,7 +359,7 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
             raise BadRequest(f'Unsupported value: "{value}": supported values: "All"')
         return value == "All"
 
-    def _check_object(self, route: Route, obj: dict, *, name: str | None = None) -> dict:
+    def _check_object(self, route: Route, obj: dict, *, name: str | None = None, apply: bool = False) -> dict:
         info = route.info
         obj.setdefault("apiVersion", info.api_version)
         obj.setdefault("kind", info.kind)
@@ -379,6 +380,7 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
         if name is not None and meta.get("name") != name:
             raise BadRequest("the name of the object "
                              f"({meta.get('name')}) does not match the name on the URL ({name})")
+        check_fields(obj, self.query.get("fieldValidation"), self.warnings, apply=apply)
         return obj
 
     def _create(self, route: Route) -> None:
@@ -462,7 +464,7 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
             raise BadRequest("PATCH, application/apply-patch+yaml requests must have the fieldManager parameter")
         if not isinstance(body, dict):
             raise BadRequest("the applied configuration must be an object")
-        applied = self._check_object(route, clone(body), name=route.name)
+        applied = self._check_object(route, clone(body), name=route.name, apply=True)
         applied["metadata"].pop("managedFields", None)
         current = cluster.store.find(info.kind, self._namespace(route), route.name)
         if current is None:

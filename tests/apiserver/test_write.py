@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
+
+from labsupport import NotFound
 
 APP = """
 apiVersion: apps/v1
@@ -150,3 +153,35 @@ def test_server_side_apply_conflicts(kubectl, lab):
 def lab_managed_fields(kubectl, name: str) -> list[dict]:
     return json.loads(kubectl(f"get deployment {name} -o json --show-managed-fields").stdout)["metadata"][
         "managedFields"]
+
+
+TYPO = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: typo}
+spec:
+  replica: 2
+  selector: {matchLabels: {app: typo}}
+  template:
+    metadata: {labels: {app: typo}}
+    spec:
+      containers: [{name: c, image: nginx, imagePullPolicyy: Always}]
+"""
+
+
+def test_field_validation(kubectl, lab):
+    strict = kubectl("apply -f -", input=TYPO, ok=False)
+    assert strict.stderr.strip() == (
+        'Error from server (BadRequest): error when creating "STDIN": Deployment in version "v1" cannot be handled '
+        'as a Deployment: strict decoding error: unknown field "spec.replica", unknown field '
+        '"spec.template.spec.containers[0].imagePullPolicyy"')
+    ssa = kubectl("apply --server-side -f -", input=TYPO, ok=False)
+    assert "failed to create typed patch object (default/typo; apps/v1, Kind=Deployment): .spec.replica: " \
+           "field not declared in schema" in ssa.stderr
+    with pytest.raises(NotFound):
+        lab.get("deployments", name="typo")
+    warned = kubectl("apply --validate=warn -f -", input=TYPO)
+    assert 'Warning: unknown field "spec.replica"' in warned.stderr
+    dep = lab.get("deployments", name="typo")
+    assert "replica" not in dep["spec"] and dep["spec"]["replicas"] == 1
+    kubectl("delete deployment typo")
