@@ -21,6 +21,7 @@ NODE = {"apiVersion": "v1", "kind": "Node",
         "metadata": {"name": "lab-worker", "labels": {"topology.kubernetes.io/zone": "ru-central1-a"}},
         "spec": {"podCIDR": "10.244.1.0/24"},
         "status": {"addresses": [{"type": "InternalIP", "address": "172.18.0.3"}]}}
+CONFIG = {"clusterCIDR": "10.244.0.0/16"}
 MODE_COLORS = {"iptables": "#c62828", "ipvs": "#6a1b9a", "nftables": "#2e7d32"}
 
 
@@ -53,13 +54,30 @@ def synthetic_services(services: int, endpoints: int = 10, *, kind: str = "Clust
     return svcs, slices
 
 
+def nat_rules(services: int, endpoints: int = 10) -> int:
+    """`-A` rules in the iptables nat table for ClusterIP-only Services (upstream's formula is 5 + S·(2 + 3E))."""
+    text = _rendered("iptables", services, endpoints)[0]
+    return sum(1 for line in text.split("*nat", 1)[1].splitlines() if line.startswith("-A "))
+
+
+def count_rules(mode: str, text: str) -> int:
+    """Rules in kube-proxy's output: iptables `-A` lines; nftables rules and map/set elements; IPVS virtual and
+    real servers plus the iptables rules IPVS mode still needs."""
+    lines = text.splitlines()
+    if mode == "nftables":
+        return sum(1 for line in lines if line.startswith(("add rule ", "add element ")))
+    rules = sum(1 for line in lines if line.startswith("-A "))
+    if mode == "ipvs":
+        rules += sum(1 for line in lines if line.startswith(("TCP ", "UDP ", "SCTP ", "  -> ")))
+    return rules
+
+
 @lru_cache(maxsize=32)
 def _rendered(mode: str, services: int, endpoints: int) -> tuple[str, int]:
-    """(rule text, rule count) kube-proxy writes for a synthetic cluster; cached, as both charts need it."""
-    from labsupport.proxy import KubeProxy
-    proxy = KubeProxy(NODE, mode)
-    proxy.sync(*synthetic_services(services, endpoints))
-    return proxy.rules, proxy.rule_count
+    """(rule text, rule count) kube-proxy renders for a synthetic cluster; cached, as both charts need it."""
+    from labsupport.proxy import render
+    text = render(mode, *synthetic_services(services, endpoints), NODE, CONFIG)
+    return text, count_rules(mode, text)
 
 
 def rule_counts(service_counts: Iterable[int], endpoints: int = 10,
@@ -166,5 +184,6 @@ def human_bytes(n: float) -> str:
     return f"{n:,.1f} TB"
 
 
-__all__ = ["Chart", "line_chart", "bar_chart", "rule_counts", "connection_cost", "synthetic_services",
+__all__ = ["Chart", "line_chart", "bar_chart", "rule_counts", "connection_cost", "synthetic_services", "count_rules",
+           "nat_rules",
            "human_bytes"]

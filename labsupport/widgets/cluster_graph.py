@@ -68,6 +68,9 @@ class ClusterGraph(LiveView):
         self.next_button = widgets.Button(description="step ▶", layout=small)
         self.clear_button = widgets.Button(description="clear path", layout=small)
         self.advance_button = widgets.Button(description="advance 5 s", icon="clock-o", layout=small)
+        self.present_toggle = widgets.ToggleButton(value=self.present, description="presenter", icon="television",
+                                                   layout=small, tooltip="larger type, one trace step at a time")
+        self.present_toggle.observe(lambda change: self.set_present(change["new"]), names="value")
         self.scale_button.on_click(lambda _: self._act(self._scale))
         self.delete_button.on_click(lambda _: self._act(self._delete))
         self.break_button.on_click(lambda _: self._act(self._break))
@@ -82,7 +85,7 @@ class ClusterGraph(LiveView):
         self.service.observe(self._sync_policy, names="value")
         row = widgets.HBox
         self.controls = widgets.VBox([
-            row([self.workload, self.replicas, self.scale_button, self.advance_button]),
+            row([self.workload, self.replicas, self.scale_button, self.advance_button, self.present_toggle]),
             row([self.pod, self.delete_button, self.break_button, self.mend_button]),
             row([self.mode]),
             row([self.service, self.policy]),
@@ -194,6 +197,16 @@ class ClusterGraph(LiveView):
         new.pop("status", None)
         self.lab.apply(new)
         return f'externalTrafficPolicy of "{svc["metadata"]["name"]}" is now {policy}'
+
+    def set_present(self, on: bool) -> None:
+        """Presenter mode on or off: larger type, and a drawn request revealed one step at a time."""
+        self.present = bool(on)
+        self.layout_engine = Layout(scale=type_scale(self.present), slots=self.layout_engine.slots)
+        if self.steps:
+            self.reveal = 1 if self.present else None
+        if getattr(self, "present_toggle", None) is not None and self.present_toggle.value != self.present:
+            self.present_toggle.value = self.present
+        self.refresh()
 
     # --- public verbs --------------------------------------------------------------------------------------
     def show_trace(self, trace: Any) -> None:

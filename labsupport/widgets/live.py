@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import ipywidgets as widgets
 
-from labsupport.widgets.present import presenting
+from labsupport.widgets.present import presenting, register
 
 DEBOUNCE_SECONDS = 0.12
 
@@ -85,6 +85,7 @@ class LiveView(widgets.VBox):
         self._display_ids: list[str] = []
         self._unsubscribe: Callable[[], None] | None = None
         self._hooked = False
+        register(self)
         if live:
             cluster = getattr(getattr(lab, "backend", None), "cluster", None)
             if cluster is not None:
@@ -141,6 +142,11 @@ class LiveView(widgets.VBox):
         self._drawn = version
         self.last_update_seconds = time.perf_counter() - start
         return self.last_update_seconds
+
+    def set_present(self, on: bool) -> None:
+        """Switch presenter mode (larger type, step-by-step reveal) for this view and redraw."""
+        self.present = bool(on)
+        self.refresh()
 
     def _report(self, message: str) -> None:
         """Show a one-line message under the view (subclasses put it somewhere visible)."""

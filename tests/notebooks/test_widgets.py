@@ -133,22 +133,34 @@ def test_request_path_is_drawn_hop_by_hop_with_nat(web):
     assert 'class="trace-step"' not in graph.svg
 
 
-def test_presenter_mode_is_larger_and_reveals_step_by_step(web):
+def width(svg: str) -> float:
+    return float(re.search(r'width="(\d+)"', svg).group(1))
+
+
+def test_presenter_switch_reaches_new_and_existing_views(web):
     plain = web.graph(live=False)
     presenter(on=True)
     try:
         big = web.graph(live=False)
+        assert big.present and plain.present and plain.present_toggle.value
+        assert width(big.svg) == width(plain.svg)
     finally:
         presenter(on=False)
-    assert big.present and not plain.present
-    assert float(re.search(r'width="(\d+)"', big.svg).group(1)) > float(re.search(r'width="(\d+)"', plain.svg).group(1))
+    assert not big.present and not plain.present
+
+
+def test_presenter_mode_is_larger_and_reveals_step_by_step(web):
+    plain = web.graph(live=False)
+    big = ClusterGraph(web, present=True, live=False)
+    assert width(big.svg) > width(plain.svg)
     big.request("http://web", source=f"pod/{pod_names(web)[0]}")
     assert big.svg.count('class="trace-step"') == 1
     big.next_button.click()
     assert big.svg.count('class="trace-step"') == min(2, len(big.steps))
     big.prev_button.click()
     assert big.svg.count('class="trace-step"') == 1
-    assert ClusterGraph(web, present=True, live=False).present
+    big.present_toggle.value = False
+    assert big.svg.count('class="trace-step"') == len(big.steps) and width(big.svg) == width(plain.svg)
 
 
 def test_layout_is_stable_when_pods_come_and_go(web):
