@@ -397,78 +397,77 @@ class SimNetwork:
 
     # --- the path ------------------------------------------------------------------------------------------
     def _connect(self, origin: Origin, dst: str, dport: int, proto: str) -> dict:
-        """Route one new connection; returns a state dict with the hops, the pod reached, or the error."""
+        """Route one new connection node by node; returns a state dict with the hops, the pod reached, or the
+        error. Each node the packet enters runs it through its own netfilter (its kube-proxy's rules)."""
         now = self.cluster.clock.now
         sport = self._sport(origin.ip)
         state: dict[str, Any] = {"hops": [], "origin": origin, "sport": sport, "proto": proto, "tracked": []}
         hops = state["hops"]
-        src = origin.ip
-        first = origin.node
+        node = origin.node
         if origin.kind == "client":
-            first = self._client_entry(dst, dport, proto, hops)
-            if first is None:
+            node = self._client_entry(dst, dport, proto, hops)
+            if node is None:
                 hops.append(Hop("network", f"no route from outside the cluster to {dst} (only node addresses "
                                            "and LoadBalancer IPs are reachable from here)"))
                 return self._fail(state, "timeout")
-        dp = self.datapath(first)
-        if dp is None:
-            hops.append(Hop(first, "no kube-proxy has ever run on this node: no rules, the packet goes on unchanged"))
-            conn = None
-            new_dst, new_port, snat = dst, dport, None
-        else:
-            conn = dp.connect(src, sport, dst, dport, proto, now=now)
-            state["tracked"].append((dp, src, sport, dst, dport, proto))
-            hook = "OUTPUT (locally generated)" if origin.local else "PREROUTING (arriving)"
-            hops.append(Hop(first, f"netfilter, {hook}: {conn.verdict}", list(conn.hits), list(conn.rewrites)))
-            if conn.verdict == "DROP":
+        src, local, seen = origin.ip, origin.local, set()
+        while True:
+            if (node, dst, dport) in seen:
+                hops.append(Hop(node, f"routing loop towards {dst}:{dport}: the connection times out"))
                 return self._fail(state, "timeout")
-            if conn.verdict == "REJECT":
-                return self._fail(state, "refused")
-            new_dst, new_port = dst, dport
-            if conn.endpoint:
-                new_dst, p = conn.endpoint.rsplit(":", 1)
-                new_port = int(p)
-            snat = conn.masquerade
-        src_seen = src
-        target_pod = self.pod_by_ip(new_dst)
-        target_node = target_pod["spec"]["nodeName"] if target_pod else None
-        if snat:
-            src_seen = (self.cluster.kubelet.gateway(first) if target_node == first else
-                        self.cluster.node_ip(first))
-            if hops[-1].rewrites and hops[-1].rewrites[-1].startswith("SNAT"):
-                hops[-1].rewrites[-1] = f"SNAT {src}:{sport} -> {src_seen}:{sport} (masquerade)"
-        state["src_seen"] = src_seen
-        if target_pod is None:
-            node = self.node_by_ip(new_dst) or (self.cluster.store.find("Node", None, first)
-                                                 if new_dst.startswith("127.") else None)
-            if node is not None:
-                return self._node_listener(state, node, new_dst, new_port)
-            owner = self.node_of_pod_cidr(new_dst) if self._in_pod_cidr(new_dst) else None
-            hops.append(Hop(owner["metadata"]["name"] if owner else "network",
-                            f"no host answers at {new_dst} (no such pod): the connection times out"))
+            seen.add((node, dst, dport))
+            dp = self.datapath(node)
+            masquerade = False
+            if dp is None:
+                hops.append(Hop(node, "no kube-proxy has ever run on this node: no rules, the packet goes on"))
+            else:
+                conn = dp.connect(src, sport, dst, dport, proto, now=now)
+                state["tracked"].append((dp, src, sport, dst, dport, proto))
+                hook = "OUTPUT (locally generated)" if local else "PREROUTING (arriving)"
+                hops.append(Hop(node, f"netfilter, {hook}: {conn.verdict}", list(conn.hits), list(conn.rewrites)))
+                if conn.verdict in ("DROP", "REJECT"):
+                    return self._fail(state, "timeout" if conn.verdict == "DROP" else "refused")
+                if conn.endpoint:
+                    dst, port = conn.endpoint.rsplit(":", 1)
+                    dport = int(port)
+                masquerade = conn.masquerade
+            target_pod = self.pod_by_ip(dst)
+            target_node = target_pod["spec"]["nodeName"] if target_pod else None
+            if masquerade:
+                before = src
+                src = self.cluster.kubelet.gateway(node) if target_node == node else self.cluster.node_ip(node)
+                if hops[-1].rewrites and hops[-1].rewrites[-1].startswith("SNAT"):
+                    hops[-1].rewrites[-1] = f"SNAT {before}:{sport} -> {src}:{sport} (masquerade)"
+            state["src_seen"] = src
+            if target_pod is not None and target_node == node:
+                return self._deliver(state, target_pod, dst, dport, proto)
+            if target_pod is not None:
+                hops.append(Hop("network", f"{node} → {target_node} over the node network (pod-to-pod, no NAT)"))
+                node, local = target_node, False
+                continue
+            owner = self.node_by_ip(dst) or (self.cluster.store.find("Node", None, node)
+                                              if dst.startswith("127.") else None)
+            if owner is not None and (owner["metadata"]["name"] == node or dst.startswith("127.")):
+                return self._node_listener(state, owner, dst, dport)
+            if owner is not None:
+                hops.append(Hop("network", f"{node} → {owner['metadata']['name']} ({dst}) over the node network"))
+                node, local = owner["metadata"]["name"], False
+                continue
+            cidr_owner = self.node_of_pod_cidr(dst) if self._in_pod_cidr(dst) else None
+            hops.append(Hop(cidr_owner["metadata"]["name"] if cidr_owner else "network",
+                            f"no host answers at {dst} (no such pod): the connection times out"))
             return self._fail(state, "timeout")
-        if target_node != first:
-            hops.append(Hop("network", f"{first} → {target_node} over the node network (pod-to-pod, no NAT)"))
-            dp2 = self.datapath(target_node)
-            if dp2 is not None:
-                conn2 = dp2.connect(src_seen, sport, new_dst, new_port, proto, now=now)
-                state["tracked"].append((dp2, src_seen, sport, new_dst, new_port, proto))
-                hops.append(Hop(target_node, f"netfilter, PREROUTING/FORWARD: {conn2.verdict}", list(conn2.hits),
-                                list(conn2.rewrites)))
-                if conn2.verdict == "DROP":
-                    return self._fail(state, "timeout")
-                if conn2.verdict == "REJECT":
-                    return self._fail(state, "refused")
-        hops.append(Hop(target_node, f"delivered to pod {target_pod['metadata']['namespace']}/"
-                                     f"{target_pod['metadata']['name']} at {new_dst}:{new_port}"))
-        state.update(pod=target_pod, dst=new_dst, port=new_port)
-        rt = self.cluster.kubelet.runtime(target_pod)
-        apps = list(rt.apps.values()) if rt else []
-        proto_key = proto.upper()
-        app = next((a for a in apps if (proto_key, new_port) in a.listens()), None)
+
+    def _deliver(self, state: dict, pod: dict, ip: str, port: int, proto: str) -> dict:
+        """Hand the connection to the pod's app listening on that port, or refuse it."""
+        state["hops"].append(Hop(pod["spec"]["nodeName"], f"delivered to pod {pod['metadata']['namespace']}/"
+                                                          f"{pod['metadata']['name']} at {ip}:{port}"))
+        state.update(pod=pod, dst=ip, port=port)
+        rt = self.cluster.kubelet.runtime(pod)
+        app = next((a for a in (rt.apps.values() if rt else ()) if (proto.upper(), port) in a.listens()), None)
         if app is None:
-            hops.append(Hop(target_pod["metadata"]["name"],
-                            f"nothing listens on {proto}/{new_port} in this pod: connection refused"))
+            state["hops"].append(Hop(pod["metadata"]["name"],
+                                     f"nothing listens on {proto}/{port} in this pod: connection refused"))
             return self._fail(state, "refused")
         state["app"] = app
         return state

@@ -270,3 +270,14 @@ def test_conntrack_shows_an_open_connection(lab):
     assert any(f"dst={svc_ip}" in e and "ESTABLISHED" in e for e in entries)
     conn.close()
     assert not any(f"dst={svc_ip}" in e for e in lab.conntrack("lab-worker"))
+
+
+def test_a_pod_reaches_a_node_port_on_another_node(mode_lab):
+    echo(mode_lab, replicas=1, type_="NodePort", node_port="nodePort: 30080",
+         node_selector="nodeSelector: {kubernetes.io/hostname: lab-worker3}")
+    src = pod_source(mode_lab, "lab-worker")
+    result = mode_lab.curl("http://172.18.0.4:30080/hostname", source=src)
+    assert result.status == 200, result.error
+    assert result.node == "lab-worker3"
+    nodes_seen = [h.where for h in result.hops if h.what.startswith("netfilter")]
+    assert nodes_seen[:2] == ["lab-worker", "lab-worker2"]
