@@ -1,0 +1,186 @@
+"""labsupport.checks on the embedded cluster: each check passes on the right state and teaches on a wrong one."""
+from __future__ import annotations
+
+import pytest
+
+from labsupport import Lab, checks
+from labsupport.checks import CheckFailed
+
+WEB = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: nginx, image: nginx:1.27}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 80}]
+"""
+
+ECHO = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: echo}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: echo}}
+  template:
+    metadata: {labels: {app: echo}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: lab-worker}
+      containers:
+      - {name: netexec, image: "registry.k8s.io/e2e-test-images/agnhost:2.53", args: [netexec, --http-port=8080]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo}
+spec:
+  type: NodePort
+  externalTrafficPolicy: POLICY
+  selector: {app: echo}
+  ports: [{port: 80, targetPort: 8080}]
+"""
+
+
+@pytest.fixture
+def web():
+    with Lab(backend="sim", seed=0) as lab:
+        lab.apply(WEB)
+        lab.wait(lambda l: len(checks.ready_addresses(l, "web")) == 3)
+        yield lab
+
+
+def fails(fn, *args, **kwargs) -> str:
+    with pytest.raises(CheckFailed) as err:
+        fn(*args, **kwargs)
+    assert isinstance(err.value, AssertionError)
+    return str(err.value)
+
+
+def test_slice_checks(web):
+    assert len(checks.slice_has_ready_addresses(web, "web", 3)) == 3
+    checks.slice_matches_pods(web, "web", "app=web")
+    checks.deployment_ready(web, "web", 3, image="nginx")
+    checks.service_type(web, "web", "ClusterIP")
+    assert "expected 4: are all pods Ready? try lab.get('pods', selector='app=web')" in \
+        fails(checks.slice_has_ready_addresses, web, "web", 4)
+    assert 'there is no Service "nope"' in fails(checks.slice_has_ready_addresses, web, "nope", 3)
+    assert "expected an image of \"httpd\"" in fails(checks.deployment_ready, web, "web", 3, image="httpd")
+    assert "is of type ClusterIP, expected NodePort" in fails(checks.service_type, web, "web", "NodePort")
+
+
+def test_selector_mismatch_points_at_the_labels():
+    with Lab(backend="sim", seed=0) as lab:
+        lab.apply(WEB.replace("selector: {app: web}\n  ports", "selector: {app: wbe}\n  ports"))
+        lab.advance(20)
+        message = fails(checks.slice_has_ready_addresses, lab, "web", 3)
+        assert "The slice is empty: does the selector 'app=wbe' match any pod's labels?" in message
+
+
+def test_terminating_endpoint(web):
+    victim = web.get("pods", selector="app=web")[0]
+    ip = victim["status"]["podIP"]
+    before = web.get("endpointslices", selector="kubernetes.io/service-name=web")
+    assert "is not terminating" in fails(checks.endpoint_terminating, before, ip)
+    web.delete("pod", victim["metadata"]["name"])
+    captured = web.get("endpointslices", selector="kubernetes.io/service-name=web")
+    ep = checks.endpoint_terminating(captured, ip)
+    assert ep["conditions"] == {"ready": False, "serving": True, "terminating": True}
+    checks.endpoint_terminating(captured[0], ip)
+    assert "has no endpoint for 10.9.9.9" in fails(checks.endpoint_terminating, captured, "10.9.9.9")
+    assert "still listed" in fails(checks.address_gone, web, "web", ip)
+    web.advance(31)
+    checks.address_gone(web, "web", ip)
+
+
+def test_headless_and_dns(web):
+    answer = web.nslookup("web")
+    assert "is a Service's ClusterIP: the Service is not headless" in \
+        fails(checks.nslookup_returns_pod_ips, answer, web, "app=web")
+    assert "so it is not headless" in fails(checks.headless, web, "web")
+    web.delete("svc", "web")
+    web.apply(WEB.split("---")[1].replace("spec:\n", "spec:\n  clusterIP: None\n", 1))
+    checks.headless(web, "web")
+    checks.nslookup_returns_pod_ips(web.nslookup("web"), web, "app=web")
+
+
+@pytest.mark.parametrize("policy", ["Cluster", "Local"])
+def test_source_ip_checks(policy):
+    with Lab(backend="sim", seed=0) as lab:
+        lab.apply(ECHO.replace("POLICY", policy))
+        lab.wait(lambda l: len(checks.ready_addresses(l, "echo")) == 1)
+        port = checks.node_port(lab, "echo")
+        ips = checks.node_ips(lab)
+        here = lab.curl(f"http://{ips['lab-worker']}:{port}/clientip", source="client")
+        there = lab.curl(f"http://{ips['lab-worker2']}:{port}/clientip", source="client")
+        checks.reached_node_port(here, lab, "echo")
+        checks.external_traffic_policy(lab, "echo", policy)
+        if policy == "Cluster":
+            checks.source_ip_snatted(there, lab)
+            assert "a node's address: the request was masqueraded" in fails(checks.source_ip_preserved, there, lab)
+            assert "the request was answered" in fails(checks.dropped, there)
+        else:
+            assert checks.source_ip_preserved(here, lab) == "172.18.0.100"
+            checks.dropped(there)
+            assert "got no answer" in fails(checks.reached_node_port, there, lab, "echo")
+            checks.node_without_pod(lab, "lab-worker2", "app=echo")
+            assert "run on lab-worker" in fails(checks.node_without_pod, lab, "lab-worker", "app=echo")
+        vip = lab.get("svc", "echo")["spec"]["clusterIP"]
+        outside = lab.curl(f"http://{vip}/clientip", source="client")
+        assert "which is not a node's IP" in fails(checks.reached_node_port, outside, lab, "echo")
+
+
+def test_rule_checks_in_every_mode(web):
+    rules = web.proxy_rules("lab-worker")
+    chain = checks.iptables_service_chain(rules, "default/web:http")
+    assert chain and chain.startswith("KUBE-SVC-")
+    checks.service_chain(chain, web, "web")
+    assert "is not the chain" in fails(checks.service_chain, "KUBE-SVC-XXXX", web, "web")
+    seps = [sep for sep, _ in checks.iptables_endpoint_jumps(rules, chain)]
+    checks.endpoint_chains(seps, web, "web")
+    assert "not in the order" in fails(checks.endpoint_chains, seps[::-1], web, "web")
+    checks.probabilities([1 / 3, 1 / 2, 1], web, "web")
+    assert "1/(N-i)" in fails(checks.probabilities, [1 / 3] * 3, web, "web")
+    checks.equal_shares([1 / 3] * 3, 3)
+    assert "overall shares" in fails(checks.equal_shares, [1 / 3, 1 / 2, 1], 3)
+    assert "switch with lab.set_proxy_mode('nftables')" in fails(checks.nft_numgen, "x", web, "web")
+    web.set_proxy_mode("nftables")
+    line = next(l for l in web.proxy_rules().splitlines() if "default/web/tcp/http numgen" in l)
+    assert checks.nft_numgen(line, web, "web") == line
+    web.set_proxy_mode("ipvs")
+    servers = checks.ipvs_real_servers(sorted(f"{ip}:80" for ip in checks.ready_addresses(web, "web")), web, "web")
+    assert len(servers) == 3
+
+
+def test_troubleshooting_checks():
+    with Lab(backend="sim", seed=0) as lab:
+        lab.apply(WEB.replace("targetPort: 80", "targetPort: 8080"))
+        lab.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "client"},
+                   "spec": {"containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}})
+        lab.advance(20)
+        assert "the targetPort does not match" in fails(checks.service_answers, lab, "web", "pod/client")
+        lab.apply(WEB)
+        assert checks.service_answers(lab, "web", "pod/client").status == 200
+    assert "reached only" in fails(checks.balanced, {"a": 30}, 3)
+    assert "uneven" in fails(checks.balanced, {"a": 80, "b": 10, "c": 1}, 3)
+    checks.balanced({"a": 30, "b": 28, "c": 32}, 3)
+
+
+def test_answer_checks():
+    checks.close_to(4.5e9, 4.5e9)
+    assert "is 1.5e+06" in fails(checks.close_to, 1.5e6, 4.5e9, what="x")
+    assert "not a number" not in fails(checks.close_to, "lots", 1.0)
+    checks.choice("B ", "b", "abcd")
+    assert "one of" in fails(checks.choice, "z", "b", "abcd")
+    assert "not the right choice" in fails(checks.choice, "a", "b", "abcd")
+    checks.choices(["a", "c", "e"], {"a", "c", "e"}, "abcde")
+    assert "1 right option(s) missing, 1 wrong one(s) chosen" in fails(checks.choices, {"a", "b", "c"}, "ace", "abcde")
