@@ -21,6 +21,9 @@ def report() -> tuple[str, bool]:
             lines.extend(f"           - {p}" for p in problems)
         else:
             lines.append(f"  {backend:<6} ready")
+    from labsupport.kind.preflight import notes
+    for note in notes():
+        lines.append(f"  note: {note}")
     return "\n".join(lines), True
 
 
