@@ -109,6 +109,15 @@ def spread(lab: Any, url: str, source: str = "client", requests: int = 60, by: s
     return counts
 
 
+def client_address(lab: Any) -> str:
+    """The address requests with `source="client"` come from (a machine next to the nodes, outside the cluster)."""
+    known = getattr(lab.backend, "client_ip", None)
+    if isinstance(known, str):
+        return known
+    from labsupport.dataplane.network import CLIENT_IP
+    return CLIENT_IP
+
+
 def ready_count(lab: Any, service: str, namespace: str = "default") -> int:
     """How many ready endpoints the Service's slices list."""
     return sum(1 for s in lab.get("endpointslices", namespace=namespace,
@@ -123,4 +132,4 @@ def self_check(passed: bool, success: str, hint: str) -> str:
     return f"✓ {success}"
 
 
-__all__ = ["Table", "Yaml", "nodes", "spread", "pods", "running", "pod_ips", "endpoints", "ready_count", "self_check"]
+__all__ = ["Table", "Yaml", "nodes", "spread", "pods", "running", "client_address", "pod_ips", "endpoints", "ready_count", "self_check"]
