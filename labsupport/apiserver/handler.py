@@ -359,7 +359,8 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
             raise BadRequest(f'Unsupported value: "{value}": supported values: "All"')
         return value == "All"
 
-    def _check_object(self, route: Route, obj: dict, *, name: str | None = None, apply: bool = False) -> dict:
+    def _check_object(self, route: Route, obj: dict, *, name: str | None = None, apply: bool = False,
+                      stored: dict | None = None) -> dict:
         info = route.info
         obj.setdefault("apiVersion", info.api_version)
         obj.setdefault("kind", info.kind)
@@ -380,7 +381,7 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
         if name is not None and meta.get("name") != name:
             raise BadRequest("the name of the object "
                              f"({meta.get('name')}) does not match the name on the URL ({name})")
-        check_fields(obj, self.query.get("fieldValidation"), self.warnings, apply=apply)
+        check_fields(obj, self.query.get("fieldValidation"), self.warnings, apply=apply, stored=stored)
         return obj
 
     def _create(self, route: Route) -> None:
@@ -406,11 +407,11 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
 
     def _replace(self, route: Route) -> None:
         body = self._parse_body()
-        obj = self._check_object(route, body, name=route.name)
         cluster = self.api.cluster
         dry = self._dry_run()
         with cluster.lock:
             old = cluster.get(route.info.kind, self._namespace(route), route.name)
+            obj = self._check_object(route, body, name=route.name, stored=old)
             if route.sub == "status":
                 stored = cluster.replace_status(clone(obj))
             else:
@@ -433,7 +434,7 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
             new = self._apply_patch_body(ctype, current, body)
             if not isinstance(new, dict):
                 raise BadRequest("the patch did not leave an object")
-            new = self._check_object(route, new, name=route.name)
+            new = self._check_object(route, new, name=route.name, stored=current)
             if route.sub == "status":
                 stored = cluster.replace_status(clone(new))
             else:

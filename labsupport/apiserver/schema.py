@@ -27,26 +27,28 @@ def _fields(model: str) -> dict[str, str] | None:
     return {cls.attribute_map[name]: kind for name, kind in cls.openapi_types.items()}
 
 
-def unknown_fields(obj: dict, *, prune: bool = False) -> list[str]:
-    """The paths of fields in an object that its kind does not declare (`spec.replica`); `prune` removes them."""
+def unknown_fields(obj: dict, *, prune: bool = False, tolerated: frozenset = frozenset()) -> list[str]:
+    """The paths of fields in an object that its kind does not declare (`spec.replica`); `prune` removes them.
+    Paths in `tolerated` (already in the stored object) are left alone."""
     model = MODEL_NAMES.get(obj.get("kind", ""), f"V1{obj.get('kind', '')}")
     if _fields(model) is None:
         return []
     out: list[str] = []
-    _walk(obj, model, "", out, prune)
+    _walk(obj, model, "", out, prune, tolerated)
     return out
 
 
-def _walk(value: Any, type_name: str, path: str, out: list[str], prune: bool = False) -> None:
+def _walk(value: Any, type_name: str, path: str, out: list[str], prune: bool = False,
+          tolerated: frozenset = frozenset()) -> None:
     if type_name.startswith("List[") and isinstance(value, list):
         inner = type_name[5:-1]
         for i, item in enumerate(value):
-            _walk(item, inner, f"{path}[{i}]", out, prune)
+            _walk(item, inner, f"{path}[{i}]", out, prune, tolerated)
         return
     if type_name.startswith("Dict[") and isinstance(value, dict):
         inner = type_name[5:-1].split(", ", 1)[1]
         for key, item in value.items():
-            _walk(item, inner, f"{path}[{key}]", out, prune)
+            _walk(item, inner, f"{path}[{key}]", out, prune, tolerated)
         return
     fields = _fields(type_name)
     if fields is None or not isinstance(value, dict):
@@ -54,21 +56,25 @@ def _walk(value: Any, type_name: str, path: str, out: list[str], prune: bool = F
     for key, item in list(value.items()):
         where = f"{path}.{key}" if path else key
         if key not in fields:
+            if where in tolerated:
+                continue
             out.append(where)
             if prune:
                 del value[key]
         else:
-            _walk(item, fields[key], where, out, prune)
+            _walk(item, fields[key], where, out, prune, tolerated)
 
 
-def check_fields(obj: dict, mode: str | None, warnings: list[str], *, apply: bool = False) -> None:
+def check_fields(obj: dict, mode: str | None, warnings: list[str], *, apply: bool = False,
+                 stored: dict | None = None) -> None:
     """Apply a request's fieldValidation to an object: refuse (Strict), or drop unknown fields with a warning
     (Warn, the default) or silently (Ignore), as the API server's decoder does."""
     mode = mode or "Warn"
     if mode not in ("Strict", "Warn", "Ignore"):
         raise BadRequest(f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Strict", '
                          f'"Warn"')
-    unknown = unknown_fields(obj, prune=mode != "Strict")
+    tolerated = frozenset(unknown_fields(stored)) if stored else frozenset()
+    unknown = unknown_fields(obj, prune=mode != "Strict", tolerated=tolerated)
     if not unknown or mode == "Ignore":
         return
     if mode == "Strict" and apply:
