@@ -178,8 +178,20 @@ class PodStreams:
                 ws.send_channel(STDOUT, text.encode())
             if done:
                 break
-            if self._client_gone():
+            if self._client_gone() and not self._drain_input(ws):
                 return
             time.sleep(IDLE_STEP)
             self.api.wait_idle(None)
         ws.send_status(code, [])
+
+    def _drain_input(self, ws: WebSocket) -> bool:
+        """Read what an attached client sent (stdin, resize, its stdin-closed signal); False once it has hung up.
+        The containers here read no input, so it is dropped."""
+        self.connection.settimeout(1.0)
+        try:
+            ws.receive()
+            return True
+        except (OSError, WebSocketClosed):
+            return False
+        finally:
+            self.connection.settimeout(None)

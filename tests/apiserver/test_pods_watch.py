@@ -187,3 +187,28 @@ def test_exec_reads_stdin(kubectl):
     result = kubectl("exec -i db-0 -- sh", input="hostname; nslookup kubernetes\n")
     assert result.stdout.startswith("db-0\n") and "Address: 10.96.0.1" in result.stdout
     assert kubectl("exec -i db-1 -- cat", input="piped\n").stdout == "piped\n"
+
+
+def test_attach_streams_new_output_until_the_pod_goes(kubectl, lab):
+    kubectl("run ticker --image=busybox -- sleep 3600")
+    kubectl("wait --for=condition=Ready pod/ticker --timeout=60s")
+    cluster = lab._backend.cluster
+    with cluster.lock:
+        app = cluster.kubelet.runtime(cluster.store.get("Pod", "default", "ticker")).apps["ticker"]
+        app.log.append("before attach")
+
+    def later():
+        time.sleep(0.8)
+        with cluster.lock:
+            app.log.append("tick 1")
+        time.sleep(0.3)
+        with cluster.lock:
+            app.log.append("tick 2")
+        time.sleep(0.3)
+        lab.delete("pod", "ticker")
+
+    thread = threading.Thread(target=later)
+    thread.start()
+    result = kubectl("attach -i ticker", input="")
+    thread.join()
+    assert result.stdout == "tick 1\ntick 2\n"
