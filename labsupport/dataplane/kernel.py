@@ -867,9 +867,14 @@ class KernelNetwork:
                 hits = model.paths[0].hits if model.paths else []
                 result.hops.append(Hop(entry, f"model of {agent.mode} rules: {model.verdict}, may DNAT to "
                                               f"{', '.join(model.endpoints) or 'nothing'}"
-                                              f"{', masqueraded' if model.masquerade else ''}", list(hits)))
+                                              f"{', masqueraded' if model.masquerade else ''}"
+                                              f" (rules on the first of {len(model.paths)} explored path(s))",
+                                       list(hits)))
             except Exception as e:      # the model may not know a construct; the kernel view still stands
                 result.hops.append(Hop(entry, f"model could not trace these rules: {e}"))
+        if entry and self.rules.get(entry) and self.rules[entry].mode == "nftables":
+            result.hops.append(Hop(entry, "kernel: what the nftables maps hold for this packet",
+                                   rewrites=self._nft_lookups(entry, dst, int(dport))))
         after = self._counters() if before else {}
         for node_name, ns in self.node_ns.items():
             lines = run_in(ns, ["conntrack", "-L"]).stdout.splitlines()
@@ -893,6 +898,22 @@ class KernelNetwork:
                 result.hops.append(Hop(node_name, "kernel: " + (
                     "iptables rules whose counters moved, and conntrack" if hits else "conntrack"), hits,
                     [f"conntrack: {line}" for line in mine]))
+
+    def _nft_lookups(self, node_name: str, dst: str, dport: int) -> list[str]:
+        """`nft get element` for the packet's keys in kube-proxy's verdict maps, as the kernel holds them."""
+        ns = self.node_ns[node_name]
+        out = []
+        for table_map, key in (("service-ips", f"{dst} . tcp . {dport}"), ("no-endpoint-services",
+                                                                           f"{dst} . tcp . {dport}"),
+                               ("service-nodeports", f"tcp . {dport}"), ("no-endpoint-nodeports", f"tcp . {dport}")):
+            proc = run_in(ns, ["nft", "get", "element", "ip", "kube-proxy", table_map, "{", key, "}"])
+            for line in proc.stdout.splitlines():
+                line = line.strip()
+                if line.startswith("elements"):
+                    out.append(f"nft get element ip kube-proxy {table_map} {{ {key} }} → {line}")
+        if not out:
+            out.append(f"no element for {dst}:{dport} in service-ips, service-nodeports or the no-endpoint maps")
+        return out
 
     # --- probes --------------------------------------------------------------------------------------------
     def _probe(self, pod: dict, rt, app, probe: dict) -> bool | None:
