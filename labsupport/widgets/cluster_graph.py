@@ -250,7 +250,8 @@ class ClusterGraph(LiveView):
         boxes = self.layout_engine.place(self.model)
         self.svg = render_svg(self.model, boxes, steps=self.steps, reveal=self.reveal,
                               scale=type_scale(self.present), title=self.title,
-                              width=self.layout_engine.width, height=self.layout_engine.height)
+                              width=self.layout_engine.width, height=self.layout_engine.height,
+                              fit=not self.present)
         self.picture.value = self.svg
         self._update_choices(objects)
 

@@ -374,8 +374,8 @@ def _text(x: float, y: float, text: str, size: float, *, weight: str = "normal",
 
 def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | None = None,
                reveal: int | None = None, scale: float = 1.0, title: str = "",
-               width: float | None = None, height: float | None = None) -> str:
-    """The picture as one inline SVG document (no scripts, no external resources)."""
+               width: float | None = None, height: float | None = None, fit: bool = False) -> str:
+    """The picture as one inline SVG document (no scripts, no external resources); `fit` shrinks it to the page."""
     s = scale
     fs = 11.5 * s
     if width is None or height is None:
@@ -394,8 +394,9 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
                 caption.append(("    " + line, True))
     caption_h = (24 + 16 * len(caption)) * s if steps else 0
     total_h = height + caption_h
+    style = ' style="max-width:100%;height:auto"' if fit else ""
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="cluster-graph" width="{width:.0f}" '
-           f'height="{total_h:.0f}" viewBox="0 0 {width:.0f} {total_h:.0f}" '
+           f'height="{total_h:.0f}" viewBox="0 0 {width:.0f} {total_h:.0f}"{style} '
            f'font-family="DejaVu Sans, Helvetica, Arial, sans-serif">',
            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
            f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{TRACE_COLOR}"/></marker></defs>',

@@ -45,6 +45,7 @@ def lesson_up_to_the_graph(source: pathlib.Path, target: pathlib.Path) -> None:
 @pytest.fixture
 def jupyterlab(tmp_path):
     """JupyterLab on 127.0.0.1 with a token, serving a temporary copy of notebooks/; yields its base URL."""
+    require_browser()
     shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
     lesson_up_to_the_graph(ROOT / "notebooks" / LESSON, tmp_path / "notebooks" / LESSON)
     port, token = free_port(), secrets.token_hex(16)
