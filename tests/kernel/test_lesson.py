@@ -141,3 +141,18 @@ def test_trace_shows_kernel_and_model(lab):
     assert f"dst={ip}" in text
     table = lab.conntrack("lab-worker2")
     assert any(f"dst={ip}" in line for line in table)
+
+
+def test_keep_alive_breaks_when_its_pod_goes(lab):
+    ip = lab.get("svc", "echo")["spec"]["clusterIP"]
+    conn = lab.connect(f"http://{ip}/hostname", source="node/lab-worker")
+    try:
+        assert conn.first.status == 200
+        lab.delete("pod", conn.pod, grace_period=1)
+        assert conn.request().status == 200            # still terminating: the pod keeps serving
+        lab.advance(3)
+        broken = conn.request()
+        assert broken.exit_code == 56 and "Connection reset by peer" in broken.error
+    finally:
+        conn.close()
+    lab.wait(lambda l: ready(l, "echo") == 2, timeout=120)
