@@ -212,3 +212,20 @@ def test_attach_streams_new_output_until_the_pod_goes(kubectl, lab):
     result = kubectl("attach -i ticker", input="")
     thread.join()
     assert result.stdout == "tick 1\ntick 2\n"
+
+
+def test_concurrent_kubectl_processes(kubectl, lab):
+    commands = ["get pods -A", "get svc -o wide", "get endpointslices -A", "rollout status deployment/web",
+                "wait --for=condition=Ready pod -l app=db --timeout=60s", "describe service db",
+                "get nodes -o yaml", "api-resources"]
+    results: dict[str, int] = {}
+
+    def run(command: str) -> None:
+        results[command] = kubectl(command, ok=False).returncode
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in commands]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert results == {c: 0 for c in commands}
