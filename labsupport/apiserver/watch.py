@@ -11,6 +11,28 @@ from labsupport.control.store import Gone
 from labsupport.errors import BadRequest
 
 
+def go_duration(text: str) -> float:
+    """Seconds in a Go duration string (`32s`, `1m0s`, `8m7s`, `1h`, `500ms`); 0 for anything else."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+    total, number, i = 0.0, "", 0
+    text = text.strip()
+    while i < len(text):
+        ch = text[i]
+        if ch.isdigit() or ch == ".":
+            number += ch
+            i += 1
+            continue
+        unit = next((u for u in ("ms", "us", "µs", "ns", "h", "m", "s") if text.startswith(u, i)), None)
+        if unit is None or not number:
+            return 0.0
+        try:
+            total += float(number) * units[unit]
+        except ValueError:
+            return 0.0
+        number, i = "", i + len(unit)
+    return 0.0 if number else total
+
+
 class Watching:
     """The watch verb of the request handler."""
 
@@ -27,6 +49,11 @@ class Watching:
             timeout = float(self.query.get("timeoutSeconds") or 0)
         except ValueError as e:
             raise BadRequest("timeoutSeconds must be a number") from e
+        if timeout < 0:
+            raise BadRequest("timeoutSeconds must not be negative")
+        request_timeout = go_duration(self.query.get("timeout") or "")
+        if request_timeout and (not timeout or request_timeout < timeout):
+            timeout = request_timeout  # `kubectl get -w --request-timeout=1m` watches one minute of cluster time
         rv_text = self.query.get("resourceVersion", "")
         initial_events = self.query.get("sendInitialEvents") == "true"
         bookmarks = self.query.get("allowWatchBookmarks") in ("true", "1")

@@ -229,3 +229,13 @@ def test_concurrent_kubectl_processes(kubectl, lab):
     for t in threads:
         t.join(120)
     assert results == {c: 0 for c in commands}
+
+
+def test_get_watch_with_request_timeout_sees_that_much_cluster_time(kubectl, lab):
+    clock = lab._backend.cluster.clock
+    kubectl("run sleeper --image=busybox -- sleep 3600")
+    before = clock.now
+    out = kubectl("get pod sleeper -w --request-timeout=20s").stdout
+    assert "Running" in out
+    assert 19.9 <= clock.now - before <= 20.5
+    kubectl("delete pod sleeper --grace-period=0 --force", ok=False)
