@@ -233,6 +233,8 @@ class KernelKeepAlive:
         """Send one more request on this connection."""
         if self.closed or self.sock is None:
             raise BadRequest("this connection is closed; open a new one with lab.connect()")
+        with self.network.cluster.lock:
+            self.network.refresh()          # a pod that is gone has its sockets closed before we send
         return self._exchange(path or self.path, CurlResult(url=self.url, source=self.source))
 
     def close(self) -> None:
