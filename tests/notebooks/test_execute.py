@@ -45,6 +45,7 @@ def test_no_generated_names_in_code(path):
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert not re.search(r"\b10\.(9[6-9]|1[01]\d)\.\d+\.\d+\b", code), "a ClusterIP is hard-coded"
     assert not re.search(r"\b10\.244\.\d+\.\d+\b", code), "a pod IP is hard-coded"
+    assert not re.search(r"\b172\.18\.\d+\.\d+\b", code), "a node, client or load-balancer IP is hard-coded"
     assert not re.search(r"-[0-9a-f]{8,10}-[a-z0-9]{5}\b", code), "a generated pod name is hard-coded"
 
 
