@@ -223,4 +223,19 @@ class LiveView(widgets.VBox):
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+        for part in _parts(self):
+            part.close()
         super().close()
+
+
+def _parts(widget: Any) -> list:
+    """Every widget inside `widget` (children, and their layout and style models), innermost first."""
+    found: list = []
+    for child in getattr(widget, "children", ()) or ():
+        found.extend(_parts(child))
+        found.append(child)
+    for name in ("layout", "style"):
+        model = getattr(widget, name, None)
+        if isinstance(model, widgets.Widget):
+            found.append(model)
+    return found
