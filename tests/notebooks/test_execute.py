@@ -62,3 +62,7 @@ def test_executes_on_sim(path, tmp_path, monkeypatch):
                 if o.output_type == "display_data" and "<svg" in o.get("data", {}).get("text/html", "")]
     if "lab.graph()" in "".join(c.source for c in nb.cells):
         assert pictures, f"{path.name}: the cluster picture left no static copy"
+        from nbconvert import HTMLExporter
+        page, _ = HTMLExporter().from_notebook_node(nb)
+        assert 'class="cluster-graph"' in page and '<g class="pod ' in page, \
+            f"{path.name}: the HTML export (as in nbgrader feedback) does not show the cluster picture"
