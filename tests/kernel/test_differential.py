@@ -11,7 +11,7 @@ import pytest
 from labsupport import Lab
 
 from .conftest import make_lab
-from .manifests import echo, node_ips, ready, workers
+from .manifests import DB, echo, node_ips, ready, workers
 
 pytestmark = pytest.mark.kernel
 
@@ -23,8 +23,9 @@ SCENARIOS = [
     echo("empty", 0, svc_type="ClusterIP"),
     echo("wrongport", 2, svc_type="ClusterIP", target_port=9999),
     echo("lb", 1, svc_type="LoadBalancer", policy="Local"),
+    DB,
 ]
-READY = {"cluster": 3, "local": 1, "sticky": 3, "spread": 3, "wrongport": 2, "lb": 1}
+READY = {"cluster": 3, "local": 1, "sticky": 3, "spread": 3, "wrongport": 2, "lb": 1, "db": 3}
 
 
 def build(lab):
@@ -197,3 +198,17 @@ def test_300_new_connections_spread(labs):
     pods = {p["metadata"]["name"] for p in labs[1].get("pods", selector="app=spread")}
     assert set(sim) == set(kernel) == pods
     assert min(sim.values()) >= 60 and min(kernel.values()) >= 60, (sim, kernel)
+
+
+NAMES = ["spread", "db", "nope", "kubernetes.default", "spread.default.svc.cluster.local", "db.default",
+         "kube-dns.kube-system", "db-0.db", "web-0.db", "10-244-1-2.default.pod"]
+
+
+def test_nslookup_prints_as_the_real_one(labs):
+    def run(lab):
+        pod = sorted(p["metadata"]["name"] for p in lab.get("pods", selector="app=spread"))[0]
+        return [(lambda a: (a.rcode, a.addresses, a.text.rstrip("\n")))(lab.nslookup(name, pod=pod))
+                for name in NAMES]
+    sim, kernel = both(labs, run)
+    for name, model, real in zip(NAMES, sim, kernel):
+        assert model == real, name
