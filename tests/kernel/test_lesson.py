@@ -68,8 +68,9 @@ def test_real_dig_in_a_pod_namespace_sees_the_cluster_dns(lab):
     from labsupport.dataplane.kernel_ns import run_in
     pod = sorted(lab.get("pods", selector="app=web"), key=lambda p: p["metadata"]["name"])[0]
     ns = network.origin(f"pod/{pod['metadata']['name']}").ns
-    out = run_in(ns, ["dig", "+search", "+short", "web"]).stdout.split()
-    assert out == [lab.get("svc", "web")["spec"]["clusterIP"]]
+    ip = lab.get("svc", "web")["spec"]["clusterIP"]
+    assert run_in(ns, ["dig", "+search", "+short", "web"]).stdout.split() == [ip]
+    assert run_in(ns, ["dig", "+tcp", "+short", "web.default.svc.cluster.local"]).stdout.split() == [ip]
 
 
 def test_delete_a_pod_and_see_it_terminating(lab):

@@ -35,6 +35,14 @@ def test_preflight_says_root_is_missing(monkeypatch):
         kernel.preflight("nftables")
 
 
+def test_lab_says_root_is_missing(monkeypatch):
+    from labsupport import Lab
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(BackendUnavailable) as err:
+        Lab(backend="netns")
+    assert "needs root" in str(err.value) and 'Lab(backend="sim")' in str(err.value)
+
+
 def test_preflight_says_linux_is_missing(monkeypatch):
     from labsupport.dataplane import kernel
     monkeypatch.setattr(kernel.platform, "system", lambda: "Darwin")
