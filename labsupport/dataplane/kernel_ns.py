@@ -230,14 +230,16 @@ def root_links(prefix: str = LINK_PREFIX) -> list[str]:
 
 
 # --- cleaning up ------------------------------------------------------------------------------------------
-def _alive(pid: int) -> bool:
+def _started(pid: int) -> float | None:
+    """When process `pid` started (seconds since the epoch), or None when there is no such process."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        with open("/proc/stat") as fh:
+            boot = next(float(line.split()[1]) for line in fh if line.startswith("btime "))
+    except (OSError, StopIteration, IndexError, ValueError):
+        return None
+    return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
 
 
 def _in_use(name: str) -> bool:
@@ -252,7 +254,14 @@ def _in_use(name: str) -> bool:
     pid = int(match.group(1))
     if pid == os.getpid():
         return f"{PREFIX}{match.group(1)}-{match.group(2)}" in _live_runs
-    return _alive(pid)
+    started = _started(pid)
+    if started is None:
+        return False
+    try:
+        created = os.stat(os.path.join(NETNS_DIR, name)).st_mtime
+    except OSError:
+        return False
+    return started <= created + 2       # a process that started later only reuses the pid of the one that made it
 
 
 def clean() -> list[str]:
