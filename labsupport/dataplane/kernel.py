@@ -31,9 +31,9 @@ from urllib.parse import urlsplit
 
 from labsupport.control import dns
 from labsupport.dataplane.kernel_ns import (KernelError, add_bridge, add_veth, blackhole_default, configure,
-                                            create_namespace, inside, list_namespaces, new_run_id, ns_name,
-                                            release_run_id, remove_namespace, replace_route, run_in, set_sysctls,
-                                            write_etc, link_name)
+                                            create_namespace, inside, link_name, list_namespaces, new_run_id,
+                                            ns_name, release_run_id, remove_namespace, replace_route, route_via,
+                                            run_in, set_sysctls, write_etc)
 from labsupport.dataplane.kernel_ns import clean as clean_namespaces
 from labsupport.dataplane.kernel_servers import TAG_HEADER, Answer, Answered, Listener, Servers
 from labsupport.dataplane.network import CLIENT_IP, DNS_IP, CurlResult, Hop, Trace
@@ -856,10 +856,9 @@ class KernelNetwork:
             node = self.node_by_ip(dst)
             entry = node["metadata"]["name"] if node else None
             if entry is None:
-                via = run_in(self.client_ns, ["ip", "route", "get", dst]).stdout.split()
-                if "via" in via:
-                    hop = self.node_by_ip(via[via.index("via") + 1])
-                    entry = hop["metadata"]["name"] if hop else None
+                gateway = route_via(self.client_ns, dst)
+                hop = self.node_by_ip(gateway) if gateway else None
+                entry = hop["metadata"]["name"] if hop else None
         if entry and entry in self.proxies.agents:
             agent = self.proxies.agent(entry)
             gateway = self.cluster.kubelet.gateway(entry)

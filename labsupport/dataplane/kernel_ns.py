@@ -216,6 +216,20 @@ def replace_route(name: str, dst: str, via: str) -> None:
         ns.route("replace", dst=dst, gateway=via)
 
 
+def route_via(name: str, dst: str) -> str | None:
+    """The gateway namespace `name` routes `dst` through (None: directly connected or no route)."""
+    with NetNS(name) as ns:
+        try:
+            routes = ns.route("get", dst=dst)
+        except Exception:
+            return None
+        for route in routes:
+            gateway = route.get_attr("RTA_GATEWAY")
+            if gateway:
+                return gateway
+    return None
+
+
 def blackhole_default(name: str) -> None:
     """Drop silently whatever namespace `name` would forward to an unknown destination."""
     with NetNS(name) as ns:
