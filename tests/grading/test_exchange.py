@@ -8,14 +8,14 @@ import subprocess
 import pytest
 
 from tests.grading.course import BIN, Course, cell_by_id, notebook_name
-from tests.grading.test_pipeline import course, graded  # noqa: F401  (the module's shared course)
 
 pytestmark = pytest.mark.slow
 
 
-def test_release_fetch_submit_collect(course, tmp_path):  # noqa: F811
+def test_release_fetch_submit_collect(tmp_path):
     assignment = "06-review"
-    graded(course, assignment)
+    course = Course(tmp_path / "course")
+    course.nbgrader("generate_assignment", assignment)
     exchange = course.root / "exchange"
     exchange.mkdir(exist_ok=True)
     os.chmod(exchange, 0o777)

@@ -124,12 +124,10 @@ def course(tmp_path_factory) -> Course:
     return Course(tmp_path_factory.mktemp("course"))
 
 
-_graded: set[str] = set()
-
-
 def graded(course: Course, assignment: str) -> Course:
-    """Generate, submit the five variants, autograde them in one batch and generate feedback (once)."""
-    if assignment in _graded:
+    """Generate, submit the five variants, autograde them in one batch and generate feedback (once per course)."""
+    done = course.__dict__.setdefault("graded", set())
+    if assignment in done:
         return course
     plan = PLANS[assignment]
     course.nbgrader("generate_assignment", assignment, "--force")
@@ -151,7 +149,7 @@ def graded(course: Course, assignment: str) -> Course:
 
     course.nbgrader("autograde", assignment, "--force")
     course.nbgrader("generate_feedback", assignment, "--force")
-    _graded.add(assignment)
+    done.add(assignment)
     return course
 
 
