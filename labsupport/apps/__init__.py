@@ -257,7 +257,7 @@ class EchoServer(App):
                 "Server values:\n\tserver_version=nginx: 1.13.3 - lua: 10008\n\n"
                 f"Request Information:\n\tclient_address={peer[0]}\n\tmethod={method}\n\treal path={path.split('?')[0]}\n"
                 f"\tquery={path.partition('?')[2]}\n\trequest_version=1.1\n\trequest_scheme=http\n"
-                f"\trequest_uri=http://{headers.get('Host', '')}:8080{path}\n\n"
+                f"\trequest_uri=http://{headers.get('Host', '').rsplit(':', 1)[0]}:8080{path}\n\n"
                 "Request Headers:\n" + "\n".join(lines) + "\n\nRequest Body:\n\t-no body in request-\n\n")
         return HttpResponse(200, body)
 

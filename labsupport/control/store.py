@@ -58,10 +58,23 @@ class Meter:
 
     kinds: frozenset
     watchers: int
+    store: "Store | None" = None
     events: int = 0
     objects: int = 0
     bytes: int = 0
     by_kind: dict = field(default_factory=dict)
+
+    def stop(self) -> "Meter":
+        """Stop counting; returns the meter, so `meter.stop().bytes` reads the total."""
+        if self.store is not None:
+            self.store.stop_meter(self)
+        return self
+
+    def __enter__(self) -> "Meter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
     def record(self, event: Event) -> None:
         """Add one event's delivery to every watcher."""
@@ -221,7 +234,7 @@ class Store:
 
     def meter(self, kinds: Iterable[str], watchers: int) -> Meter:
         """Start counting what `watchers` subscribers to `kinds` would receive; `stop_meter` ends it."""
-        m = Meter(frozenset(kinds), watchers)
+        m = Meter(frozenset(kinds), watchers, self)
         self._meters.append(m)
         return m
 

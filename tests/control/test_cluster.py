@@ -471,9 +471,10 @@ def test_watch_replays_from_a_resource_version(lab):
 
 
 def test_meter_counts_bytes_for_every_watcher(web):
-    meter = web.meter(("Endpoints", "EndpointSlice"), watchers=100)
-    web.delete("pod", web.get("pods", selector="app=web")[0]["metadata"]["name"])
-    web.cluster.store.stop_meter(meter)
+    with web.meter(("Endpoints", "EndpointSlice"), watchers=100) as meter:
+        web.delete("pod", web.get("pods", selector="app=web")[0]["metadata"]["name"])
+    web.advance(60)
+    assert meter.events == sum(k["events"] for k in meter.by_kind.values())  # nothing counted after the block
     assert meter.by_kind["EndpointSlice"]["events"] >= 1
     assert meter.bytes == sum(k["bytes"] for k in meter.by_kind.values())
     assert meter.objects == meter.events * 100
