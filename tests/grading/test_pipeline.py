@@ -1,8 +1,8 @@
 """Every assignment through nbgrader's own pipeline: generate, submit, autograde (one batch), feedback.
 
-Each assignment is graded once, in one `nbgrader autograde` batch of five submissions: the reference solution,
-the blank release, a plausible wrong answer, the blank release with a locked test cell edited to pass, and the
-solution with a cell that loops forever (placed between the others, so the batch has to go on after it).
+All assignments are graded once, in one `nbgrader autograde` batch of five submissions each: the reference
+solution, the blank release, a plausible wrong answer, the blank release with a locked test cell edited to pass,
+and the solution with a cell that loops forever (placed between the others, so the batch has to go on after it).
 """
 from __future__ import annotations
 
@@ -118,21 +118,10 @@ lab.advance(30)''', "pay-test", "the targetPort does not match the port the cont
 }
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Course:
-    """One course copy for the module; assignments are generated and graded on first use."""
-    return Course(tmp_path_factory.mktemp("course"))
-
-
-def graded(course: Course, assignment: str) -> Course:
-    """Generate, submit the five variants, autograde them in one batch and generate feedback (once per course)."""
-    done = course.__dict__.setdefault("graded", set())
-    if assignment in done:
-        return course
+def submit_variants(course: Course, assignment: str) -> None:
+    """The five submissions of one assignment."""
     plan = PLANS[assignment]
-    course.nbgrader("generate_assignment", assignment, "--force")
-    solved = course.solved(assignment)
-    course.submit(assignment, "solution", solved)
+    course.submit(assignment, "solution", course.solved(assignment))
     course.submit(assignment, "blank", course.release(assignment))
 
     wrong = course.solved(assignment)
@@ -147,9 +136,23 @@ def graded(course: Course, assignment: str) -> Course:
     cell_by_id(loop, plan.loop_cell)["source"] = LOOP
     course.submit(assignment, "loop", loop)
 
-    course.nbgrader("autograde", assignment, "--force")
-    course.nbgrader("generate_feedback", assignment, "--force")
-    done.add(assignment)
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Course:
+    """One course for the module: every assignment generated, five submissions each, autograded in one batch
+    (`nbgrader autograde "*"`), feedback generated."""
+    course = Course(tmp_path_factory.mktemp("course"))
+    course.nbgrader("generate_assignment", "*", "--force")
+    for assignment in PLANS:
+        submit_variants(course, assignment)
+    course.nbgrader("autograde", "*", "--force")
+    course.nbgrader("generate_feedback", "*", "--force")
+    return course
+
+
+def graded(course: Course, assignment: str) -> Course:
+    """The course, once `assignment` has been through the pipeline."""
+    assert (course.root / "autograded" / "solution" / assignment).exists()
     return course
 
 
