@@ -184,3 +184,10 @@ def test_answer_checks():
     assert "not the right choice" in fails(checks.choice, "a", "b", "abcd")
     checks.choices(["a", "c", "e"], {"a", "c", "e"}, "abcde")
     assert "1 right option(s) missing, 1 wrong one(s) chosen" in fails(checks.choices, {"a", "b", "c"}, "ace", "abcde")
+
+
+def test_module_example_runs():
+    import doctest
+
+    import labsupport.checks
+    assert doctest.testmod(labsupport.checks, optionflags=doctest.ELLIPSIS).failed == 0
