@@ -27,6 +27,8 @@ from labsupport import Lab, checks
 lab = Lab(backend=os.environ.get("LABSUPPORT_BACKEND", "sim"), seed=0, proxy_mode="iptables")
 lab'''
 
+PASSED = 'print("checks passed")'
+
 GRADING_NOTE = """*How this notebook is graded.* Cells marked "YOUR CODE HERE" are yours; the cells after them are tests
 that the autograder runs again (some with extra hidden checks), on the embedded `sim` cluster with a fixed seed, so
 your work grades the same everywhere. A test that fails says what is wrong and where to look: run it, read it, fix
@@ -89,6 +91,8 @@ def tests(grade_id: str, points: float, text: str, hidden: str = "") -> Cell:
     body = text.strip("\n")
     if hidden:
         body += "\n### BEGIN HIDDEN TESTS\n" + hidden.strip("\n") + "\n### END HIDDEN TESTS"
+    # A last line that prints, so a check's return value is not echoed into the notebook and the feedback.
+    body += "\n" + PASSED
     return Cell("code", body.strip("\n"), "tests", grade_id, points)
 
 
