@@ -24,6 +24,41 @@ SCENARIOS = [
     echo("wrongport", 2, svc_type="ClusterIP", target_port=9999),
     echo("lb", 1, svc_type="LoadBalancer", policy="Local"),
     DB,
+    """
+apiVersion: v1
+kind: Service
+metadata: {name: itp}
+spec:
+  internalTrafficPolicy: Local
+  selector: {app: spread}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: closed}
+spec:
+  type: LoadBalancer
+  loadBalancerSourceRanges: ["10.0.0.0/8"]
+  selector: {app: spread}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: opened}
+spec:
+  type: LoadBalancer
+  loadBalancerSourceRanges: ["172.18.0.0/16"]
+  selector: {app: spread}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: close}
+spec:
+  trafficDistribution: PreferClose
+  selector: {app: spread}
+  ports: [{port: 80, targetPort: 8080}]
+""",
 ]
 READY = {"cluster": 3, "local": 1, "sticky": 3, "spread": 3, "wrongport": 2, "lb": 1, "db": 3}
 
@@ -212,3 +247,74 @@ def test_nslookup_prints_as_the_real_one(labs):
     sim, kernel = both(labs, run)
     for name, model, real in zip(NAMES, sim, kernel):
         assert model == real, name
+
+
+def test_internal_traffic_policy_local_stays_on_the_node(labs):
+    def run(lab):
+        ip = lab.get("svc", "itp")["spec"]["clusterIP"]
+        return {w: {(outcome(r), r.node) for r in (lab.curl(f"http://{ip}/hostname", source=f"node/{w}")
+                                                   for _ in range(8))} for w in workers(lab)}
+    sim, kernel = both(labs, run)
+    assert sim == kernel == {w: {("ok", w)} for w in workers(labs[0])}
+
+
+def test_prefer_close_stays_in_the_zone(labs):
+    def run(lab):
+        ip = lab.get("svc", "close")["spec"]["clusterIP"]
+        return {w: {r.node for r in (lab.curl(f"http://{ip}/hostname", source=f"node/{w}") for _ in range(8))}
+                for w in workers(lab)}
+    sim, kernel = both(labs, run)
+    assert sim == kernel
+
+
+def test_load_balancer_source_ranges(labs):
+    def run(lab):
+        out = {}
+        for name in ("closed", "opened"):
+            ip = lab.get("svc", name)["status"]["loadBalancer"]["ingress"][0]["ip"]
+            out[name] = {outcome(lab.curl(f"http://{ip}/hostname")) for _ in range(3)}
+        return out
+    sim, kernel = both(labs, run)
+    assert sim == kernel == {"closed": {"timeout"}, "opened": {"ok"}}
+
+
+def test_local_nodeport_from_each_node_itself(labs):
+    def run(lab):
+        port = lab.get("svc", "local")["spec"]["ports"][0]["nodePort"]
+        return {n: (outcome(r), r.client_ip) for n, ip in node_ips(lab).items()
+                for r in [lab.curl(f"http://{ip}:{port}/clientip", source=f"node/{n}")]}
+    sim, kernel = both(labs, run)
+    assert sim == kernel
+
+
+def local_nodeport_from_pods(lab, same: bool) -> dict:
+    """Pods curl every node's NodePort of the Local Service: those that enter at their own node (same=True)
+    or at another node (same=False); outcome and whether the app saw the pod's own IP."""
+    port = lab.get("svc", "local")["spec"]["ports"][0]["nodePort"]
+    (endpoint,) = lab.get("pods", selector="app=local")
+    out = {}
+    for p in lab.get("pods", selector="app=spread"):
+        for n, ip in node_ips(lab).items():
+            entered_at_own_node = n == p["spec"]["nodeName"]
+            at_endpoint_node = n == endpoint["spec"]["nodeName"]
+            if entered_at_own_node == same and (same or not at_endpoint_node):
+                r = lab.curl(f"http://{ip}:{port}/clientip", source=f"pod/{p['metadata']['name']}")
+                out[(p["metadata"]["name"], n)] = (outcome(r), r.client_ip == p["status"]["podIP"])
+    return out
+
+
+def test_local_nodeport_from_a_pod_via_its_own_node(labs):
+    sim, kernel = both(labs, lambda lab: local_nodeport_from_pods(lab, same=True))
+    assert sim == kernel
+    assert set(kernel.values()) == {("ok", True)}         # pods bypass the Local policy
+
+
+def test_local_nodeport_from_a_pod_via_another_node(labs):
+    sim, kernel = both(labs, lambda lab: dict(sorted(local_nodeport_from_pods(lab, same=False).items())[:2]))
+    assert kernel and set(kernel.values()) == {("timeout", False)}
+    if sim != kernel:
+        pytest.xfail("model bug in SimNetwork: it does not follow the reply path. The node that DNATs without "
+                     "SNAT (the pod bypass of a Local policy) is not on the way back: the endpoint answers the pod "
+                     "directly from its own address, a SYN-ACK that matches no connection the pod's side knows "
+                     "(iptables: ctstate INVALID, dropped by KUBE-FORWARD), and the connection times out; "
+                     f"sim says {sim}")
