@@ -24,6 +24,8 @@ SCENARIOS = [
     echo("wrongport", 2, svc_type="ClusterIP", target_port=9999),
     echo("lb", 1, svc_type="LoadBalancer", policy="Local"),
     DB,
+    echo("none", 0),
+    echo("nonelocal", 0, policy="Local"),
     """
 apiVersion: v1
 kind: Service
@@ -50,6 +52,15 @@ spec:
   loadBalancerSourceRanges: ["172.18.0.0/16"]
   selector: {app: spread}
   ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: external}
+spec:
+  externalIPs: ["172.18.0.3"]
+  externalTrafficPolicy: Cluster
+  selector: {app: spread}
+  ports: [{port: 8888, targetPort: 8080}]
 ---
 apiVersion: v1
 kind: Service
@@ -318,3 +329,35 @@ def test_local_nodeport_from_a_pod_via_another_node(labs):
                      "directly from its own address, a SYN-ACK that matches no connection the pod's side knows "
                      "(iptables: ctstate INVALID, dropped by KUBE-FORWARD), and the connection times out; "
                      f"sim says {sim}")
+
+
+def test_external_ip(labs):
+    def run(lab):
+        return ({(outcome(r), r.node, r.client_ip) for r in (lab.curl("http://172.18.0.3:8888/clientip")
+                                                             for _ in range(12))},
+                {(outcome(r), r.node, r.client_ip) for r in (lab.curl("http://172.18.0.3:8888/clientip",
+                                                                      source="node/lab-worker2") for _ in range(12))})
+    sim, kernel = both(labs, run)
+    assert sim == kernel
+
+
+def test_pod_to_a_local_load_balancer_ip_bypasses_the_policy(labs):
+    def run(lab):
+        ip = lab.get("svc", "lb")["status"]["loadBalancer"]["ingress"][0]["ip"]
+        return {(p["spec"]["nodeName"], outcome(r), r.client_ip == p["status"]["podIP"])
+                for p in lab.get("pods", selector="app=spread")
+                for r in [lab.curl(f"http://{ip}/clientip", source=f"pod/{p['metadata']['name']}")]}
+    sim, kernel = both(labs, run)
+    assert sim == kernel
+    assert {(o, own) for _, o, own in kernel} == {("ok", True)}
+
+
+def test_nodeport_without_endpoints_is_refused(labs):
+    def run(lab):
+        out = {}
+        for name in ("none", "nonelocal"):
+            port = lab.get("svc", name)["spec"]["ports"][0]["nodePort"]
+            out[name] = {outcome(lab.curl(f"http://{ip}:{port}/")) for ip in node_ips(lab).values()}
+        return out
+    sim, kernel = both(labs, run)
+    assert sim == kernel == {"none": {"refused"}, "nonelocal": {"refused"}}
