@@ -68,7 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--proxy-mode", default="iptables", choices=("iptables", "ipvs", "nftables"))
     up.add_argument("--foreground", action="store_true", help="serve in this process until interrupted")
     up.set_defaults(func=cmd_up)
-    down = subparsers.add_parser("down", help="stop the standalone cluster")
+    down = subparsers.add_parser("down", help="stop the standalone cluster and delete the kind cluster(s) the lab made")
+    down.add_argument("--kind", metavar="NAME", default=None,
+                      help="delete only this kind cluster (default: every cluster named labsupport or labsupport-…)")
     down.set_defaults(func=cmd_down)
     status = subparsers.add_parser("status", help="is a standalone cluster running, and where")
     status.set_defaults(func=cmd_status)
@@ -143,27 +145,31 @@ def serve(seed: int = 0, port: int = 0, proxy_mode: str = "iptables") -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    """`labsupport down`: stop the standalone cluster."""
+    """`labsupport down`: stop the standalone cluster, and delete the kind cluster(s) the lab created."""
     state = read_state()
     if not state:
         print("no standalone cluster is running")
-        return 0
-    pid = int(state["pid"])
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.1)
+    else:
+        pid = int(state["pid"])
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.1)
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
         try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
+            os.remove(state_path())
+        except OSError:
             pass
-    if _alive(pid):
-        os.kill(pid, signal.SIGKILL)
-    try:
-        os.remove(state_path())
-    except OSError:
-        pass
-    print(f"stopped the standalone cluster (pid {pid})")
+        print(f"stopped the standalone cluster (pid {pid})")
+    from labsupport.kind.preflight import delete_cluster, lab_clusters
+    for name in ([args.kind] if getattr(args, "kind", None) else lab_clusters()):
+        for line in delete_cluster(name):
+            print(line)
     return 0
 
 
