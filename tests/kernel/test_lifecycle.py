@@ -149,6 +149,12 @@ def test_mode_switch_and_kube_proxy_restart():
         assert lab.curl(f"http://{ip2}/", source="node/lab-worker").timed_out
         lab.start_kube_proxy("lab-worker")
         assert lab.curl(f"http://{ip2}/", source="node/lab-worker").status == 200
+        lab.set_proxy_mode("iptables")
+        gone = subprocess.run(["ip", "netns", "exec", network.node_ns["lab-worker"], "nft", "list", "tables"],
+                              capture_output=True, text=True).stdout
+        assert "kube-proxy" not in gone
+        assert ip2 in network.kernel_rules("lab-worker")
+        assert lab.curl(f"http://{ip2}/", source="node/lab-worker").status == 200
     finally:
         lab.close()
 
