@@ -1,6 +1,8 @@
 """Discovery documents: aggregated (apidiscovery.k8s.io/v2), legacy (/api, /apis, APIResourceList) and OpenAPI."""
 from __future__ import annotations
 
+from labsupport.control.version import K8S_VERSION
+
 from labsupport.model.kinds import KINDS, KindInfo
 
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
@@ -147,5 +149,5 @@ def openapi_v3_document(group: str, version: str) -> dict | None:
             "put": dict(op, operationId=f"replace{info.kind}", **{"x-kubernetes-action": "put"}),
             "patch": dict(op, operationId=f"patch{info.kind}", **{"x-kubernetes-action": "patch"}),
         }
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.35.0"}, "paths": paths,
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": K8S_VERSION}, "paths": paths,
             "components": {"schemas": {}}}

@@ -222,7 +222,7 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
         if path in ("/healthz", "/livez", "/readyz"):
             return self._send_bytes(b"ok", content_type="text/plain; charset=utf-8")
         if path == "/version":
-            from labsupport.control.cluster import K8S_VERSION
+            from labsupport.control.version import K8S_VERSION
             return self._send_json(discovery.version_info(K8S_VERSION))
         if path == "/labsupport/v1/advance":
             return self._advance(method)

@@ -6,13 +6,15 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from labsupport.control.version import K8S_VERSION
+
 if TYPE_CHECKING:
     from labsupport.control.cluster import Cluster
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.12.1"
-KUBE_PROXY_IMAGE = "registry.k8s.io/kube-proxy:v1.35.0"
+KUBE_PROXY_IMAGE = f"registry.k8s.io/kube-proxy:{K8S_VERSION}"
 DNS_IP = "10.96.0.10"
 
 COREFILE = """.:53 {
@@ -95,7 +97,7 @@ def node_object(cluster: "Cluster", name: str, ip: str, pod_cidr: str, zone: str
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "nodeInfo": {"architecture": "amd64", "bootID": cluster.store.new_uid(),
                          "containerRuntimeVersion": "containerd://2.1.3", "kernelVersion": "6.18.0",
-                         "kubeProxyVersion": "", "kubeletVersion": "v1.35.0", "machineID": "%032x" %
+                         "kubeProxyVersion": "", "kubeletVersion": K8S_VERSION, "machineID": "%032x" %
                          cluster.rng.getrandbits(128), "operatingSystem": "linux",
                          "osImage": "Debian GNU/Linux 12 (bookworm)", "systemUUID": cluster.store.new_uid()},
         },
@@ -224,9 +226,9 @@ def bootstrap(cluster: "Cluster") -> None:
                                                                    "--hostname-override=$(NODE_NAME)"],
                                                        "securityContext": {"privileged": True}}]}}}})
     for component, image in (("etcd", "registry.k8s.io/etcd:3.6.4-0"),
-                              ("kube-apiserver", "registry.k8s.io/kube-apiserver:v1.35.0"),
-                              ("kube-controller-manager", "registry.k8s.io/kube-controller-manager:v1.35.0"),
-                              ("kube-scheduler", "registry.k8s.io/kube-scheduler:v1.35.0")):
+                              ("kube-apiserver", f"registry.k8s.io/kube-apiserver:{K8S_VERSION}"),
+                              ("kube-controller-manager", f"registry.k8s.io/kube-controller-manager:{K8S_VERSION}"),
+                              ("kube-scheduler", f"registry.k8s.io/kube-scheduler:{K8S_VERSION}")):
         cp = store.list("Node")[0]
         if "node-role.kubernetes.io/control-plane" not in cp["metadata"]["labels"]:
             break

@@ -26,7 +26,6 @@ from labsupport.model.selectors import matches_fields, parse_field_selector, to_
 from labsupport.model.validation import validate
 
 ZONES = ("ru-central1-a", "ru-central1-b", "ru-central1-d")
-K8S_VERSION = "v1.35.0"
 
 
 @dataclass
