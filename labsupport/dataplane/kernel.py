@@ -23,6 +23,7 @@ import random
 import re
 import shutil
 import socket
+import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -291,6 +292,9 @@ class KernelNetwork:
         self._tags = 0
         self._closed = False
         self._dns_snapshot: tuple = ([], [], [], [])
+        self._changed = threading.Event()
+        self._keeper_error: Exception | None = None
+        self._keeper: threading.Thread | None = None
         self.servers = Servers()
         _LIVE.add(self)
         self._unsubscribe = None
@@ -304,6 +308,8 @@ class KernelNetwork:
             for pod in cluster.store.list("Pod"):
                 self._pending[pod["metadata"]["uid"]] = pod
             self.refresh()
+            self._keeper = threading.Thread(target=self._keep_up, name="labsupport-netns-keeper", daemon=True)
+            self._keeper.start()
         except BaseException:
             self.close()
             raise
@@ -352,11 +358,11 @@ class KernelNetwork:
     def _make_sandbox(self, ns: str, ip: str, node: str, namespace: str, name: str, key: str) -> Sandbox:
         node_ns = self.node_ns[node]
         veth = link_name(key)
-        create_namespace(ns)
         domain = self.cluster.config.domain
         write_etc(ns, {"resolv.conf": f"search {namespace}.svc.{domain} svc.{domain} {domain}\n"
                                       f"nameserver {DNS_IP}\noptions ndots:5\n",
                        "hosts": f"127.0.0.1\tlocalhost\n{ip}\t{name}\n"})
+        create_namespace(ns)
         add_veth(node_ns, veth, ns, "eth0", master=POD_BRIDGE, hairpin=True)
         prefix = ipaddress.ip_network(self._node(node)["spec"]["podCIDR"]).prefixlen
         configure(ns, "eth0", ip, prefix, self.cluster.kubelet.gateway(node))
@@ -370,9 +376,27 @@ class KernelNetwork:
 
     # --- pods ----------------------------------------------------------------------------------------------
     def _on_event(self, event) -> None:
-        if self._closed or event.kind != "Pod":
+        if self._closed or event.kind not in ("Pod", "Service", "EndpointSlice"):
             return
-        self._pending[event.object["metadata"]["uid"]] = None if event.type == "DELETED" else event.object
+        if event.kind == "Pod":
+            self._pending[event.object["metadata"]["uid"]] = None if event.type == "DELETED" else event.object
+        self._changed.set()
+
+    def _keep_up(self) -> None:
+        """Once the verb that changed the cluster lets go of its lock, bring the kernel up to date, so that
+        real tools run from a shell (`ip netns exec … nslookup db`) see the cluster as it is."""
+        while not self._closed:
+            if not self._changed.wait(1.0):
+                continue
+            time.sleep(0.05)
+            with self.cluster.lock:
+                self._changed.clear()
+                if self._closed:
+                    return
+                try:
+                    self.refresh()
+                except Exception as e:       # reported by the next verb, which retries
+                    self._keeper_error = e
 
     def apply_pod_changes(self) -> None:
         """Create namespaces for pods that started and remove those of pods that are gone."""
@@ -627,6 +651,11 @@ class KernelNetwork:
         """Bring the kernel up to date: pod namespaces, kube-proxy's latest rules, health-check servers."""
         if self._closed:
             raise BadRequest("this lab's network is closed")
+        error, self._keeper_error = self._keeper_error, None
+        if error is not None and not isinstance(error, BackendUnavailable):
+            for state in self.rules.values():
+                state.mode = None            # the failed load left the kernel unknown: load everything again
+            self.proxies.dirty.update(n for n in self.node_ns if n in self.proxies.agents)
         self.apply_pod_changes()
         self.proxies.sync_all()
         self._sync_health_ports()
@@ -973,6 +1002,9 @@ class KernelNetwork:
         if self._closed:
             return
         self._closed = True
+        self._changed.set()
+        if self._keeper is not None and self._keeper is not threading.current_thread():
+            self._keeper.join(5)
         if self._unsubscribe is not None:
             self._unsubscribe()
         if self._on_rules in self.proxies.listeners:
