@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import ipaddress
+import json
 import os
 import platform
 import random
@@ -395,7 +396,7 @@ class KernelNetwork:
                     return
                 try:
                     self.refresh()
-                except Exception as e:       # reported by the next verb, which retries
+                except Exception as e:       # the next verb repairs it with a full reload
                     self._keeper_error = e
 
     def apply_pod_changes(self) -> None:
@@ -540,6 +541,14 @@ class KernelNetwork:
     def _on_rules(self, node_name: str, agent, change) -> None:
         if self._closed or node_name not in self.node_ns:
             return
+        try:
+            self._apply_rules(node_name, agent, change)
+        except Exception:
+            self.rules[node_name].mode = None       # what the kernel holds is unknown now: reload it all next time
+            self.proxies.dirty.add(node_name)
+            raise
+
+    def _apply_rules(self, node_name: str, agent, change) -> None:
         state = self.rules.setdefault(node_name, NodeRules())
         if change is None:
             if agent.rules and agent.mode in ("iptables", "nftables"):
@@ -590,13 +599,10 @@ class KernelNetwork:
         ns = self.node_ns[node_name]
         state = self.rules[node_name]
         if switch.cleanup_tool.startswith("iptables-restore"):
-            text = switch.cleanup
-            if not state.jumps:
-                text = "".join(line + "\n" for line in text.splitlines() if not line.startswith("-D "))
-            proc = run_in(ns, ["iptables-restore", "--noflush"], input=text)
+            without_jumps = "".join(line + "\n" for line in switch.cleanup.splitlines() if not line.startswith("-D "))
+            proc = run_in(ns, ["iptables-restore", "--noflush"], input=switch.cleanup if state.jumps else without_jumps)
             if proc.returncode != 0:
-                kept = "".join(line + "\n" for line in text.splitlines() if not line.startswith("-D "))
-                run_in(ns, ["iptables-restore", "--noflush"], input=kept)
+                run_in(ns, ["iptables-restore", "--noflush"], input=without_jumps)
         elif switch.cleanup_tool.startswith("nft"):
             run_in(ns, ["nft", "-f", "-"], input=NFT_RESET)
         self.rules[node_name] = NodeRules()
@@ -632,7 +638,6 @@ class KernelNetwork:
 
     def health_check(self, node_name: str, svc: dict) -> tuple[int, str]:
         """kube-proxy's health check server on a node: 200 with local endpoints, 503 without."""
-        import json
         local = 0
         ns, name = svc["metadata"]["namespace"], svc["metadata"]["name"]
         for s in self.cluster.store.list("EndpointSlice", ns):

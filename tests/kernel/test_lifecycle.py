@@ -186,3 +186,33 @@ def test_readiness_probes_are_real_requests():
         assert "kube-probe/1.35" in logs and "10.244." in logs
     finally:
         lab.close()
+
+
+def test_a_failed_load_is_repaired_by_a_full_reload(monkeypatch):
+    from labsupport.dataplane import kernel
+    lab = make_lab("nftables")
+    try:
+        lab.apply(WEB)
+        lab.wait(lambda l: ready(l, "web") == 3, timeout=120)
+        real = kernel.run_in
+        broken = {"left": 1}
+
+        def flaky(ns, argv, **kw):
+            if argv[:2] == ["nft", "-f"] and broken["left"]:
+                broken["left"] -= 1
+                raise kernel.KernelError("nft -f failed (injected)")
+            return real(ns, argv, **kw)
+        monkeypatch.setattr(kernel, "run_in", flaky)
+        lab.apply(WEB.replace("name: web}", "name: web2}").replace("app: web}", "app: web2}"))
+        lab.wait(lambda l: ready(l, "web2") == 3, timeout=120)
+        try:
+            lab._backend.network.refresh()
+        except kernel.KernelError:
+            pass                                  # the failure hit this refresh, not the background one
+        assert broken["left"] == 0
+        monkeypatch.setattr(kernel, "run_in", real)
+        ip2 = lab.get("svc", "web2")["spec"]["clusterIP"]
+        for node in lab._backend.network.node_ns:
+            assert lab.curl(f"http://{ip2}/", source=f"node/{node}").status == 200, node
+    finally:
+        lab.close()
