@@ -7,6 +7,8 @@ get LABSUPPORT_BACKEND=sim whatever the environment says (the students' own kern
 import os
 
 from jupyter_client.manager import AsyncKernelManager
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades, NbGraderPreprocessor
 
 COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
 
@@ -25,6 +27,18 @@ class GradingKernelManager(AsyncKernelManager):
         env.update(PINNED_ENV)
         kw["env"] = env
         await super().start_kernel(**kw)
+
+
+class ShortTestErrors(NbGraderPreprocessor):
+    """In feedback, a failed test shows its message only: a traceback would quote the (hidden) test's code."""
+
+    def preprocess_cell(self, cell, resources, index):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error":
+                    output["traceback"] = [f"\x1b[0;31m{output['ename']}\x1b[0m: {output['evalue']}"]
+        return cell, resources
 
 
 c = get_config()  # noqa: F821 - provided by nbgrader when it loads this file
@@ -50,6 +64,9 @@ c.LimitOutput.max_traceback = 100
 c.ClearSolutions.enforce_metadata = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# Feedback shows each test's score and message, but not the hidden checks' code, so the course can be reused.
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ShortTestErrors, CSSHTMLHeaderPreprocessor]
 
 # Students' files must be notebooks with these names; nothing else is copied into the submission.
 c.Autograde.create_student = True

@@ -66,7 +66,7 @@ class Mark:
 class Course:
     """A temporary nbgrader course made from grading/."""
 
-    def __init__(self, root: pathlib.Path, cell_timeout: int = 10):
+    def __init__(self, root: pathlib.Path, cell_timeout: int = 20):
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         shutil.copy(GRADING / "nbgrader_config.py", root / "nbgrader_config.py")

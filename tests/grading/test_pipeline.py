@@ -238,7 +238,9 @@ def test_feedback_shows_the_result_and_the_cluster_picture(course, assignment):
     assert 'class="labsupport-cluster-graph"' in html and "<svg" in html
     assert "application/vnd.jupyter.widget-view+json" not in html
     wrong = PLANS[assignment].wrong
-    assert wrong.message.split("'")[0][:30] in course.feedback(assignment, "wrong")
+    feedback = course.feedback(assignment, "wrong")
+    assert wrong.message.split("'")[0][:30] in feedback
+    assert "HIDDEN TESTS" not in feedback and "HIDDEN TESTS" not in html
 
 
 def test_autograde_ignores_the_graders_backend_setting(course):
