@@ -43,6 +43,10 @@ def test_config_pins_the_grading_kernel_to_sim(monkeypatch):
     monkeypatch.delenv("LABSUPPORT_CELL_TIMEOUT", raising=False)
     config = PyFileConfigLoader("nbgrader_config.py", path=str(GRADING)).load_config()
     assert config.Execute.timeout == 60
+    timeout = config.Execute.timeout_func
+    assert timeout({"metadata": {"nbgrader": {"grade_id": "setup"}}}) == 180
+    assert timeout({"metadata": {"nbgrader": {"grade_id": "deploy"}}}) == 60
+    assert timeout({"metadata": {}}) == 60
     assert config.Execute.interrupt_on_timeout is True
     assert config.Execute.store_widget_state is False
     manager_class = config.Execute.kernel_manager_class

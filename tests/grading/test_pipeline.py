@@ -75,7 +75,7 @@ spec:
   ports: [{port: 5432, targetPort: 80}]
 """
 lab.apply(HEADLESS_DB)''', "headless-test", "so it is not headless: set spec.clusterIP: None"),
-        tampered_test="nslookup-test", loop_cell="pod-back", still_passes=("statefulset-test", "pod-dns-test")),
+        tampered_test="nslookup-test", loop_cell="pod-dns", still_passes=("headless-test", "statefulset-test")),
     "03-nodeport-source-ip": Plan(
         wrong=Wrong("before", '''
 pod_node = lab.get("pods", selector="app=echo")[0]["spec"]["nodeName"]
@@ -88,8 +88,8 @@ before = lab.curl(f"http://{vip}:{node_port}/clientip", source="client")''',
     "04-kube-proxy-rules": Plan(
         wrong=Wrong("probabilities", "probabilities = [1 / 3] * 3\nshares = [1 / 3] * 3",
                     "probabilities-test", "are not the probabilities in the rules"),
-        tampered_test="service-chain-test", loop_cell="ipvs",
-        still_passes=("service-chain-test", "five-test", "nftables-test")),
+        tampered_test="service-chain-test", loop_cell="lookup",
+        still_passes=("service-chain-test", "five-test", "nftables-test", "ipvs-test")),
     "05-troubleshooting": Plan(
         wrong=Wrong("pay", '''
 diagnosis_pay = "targetPort"
