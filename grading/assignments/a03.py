@@ -96,7 +96,7 @@ assert 30000 <= node_port <= 32767, "a nodePort comes from the range 30000-32767
 
 Set `pod_node` to the name of the node the `echo` pod runs on, `other_node` to a worker node where it does not run,
 and `before` to the result of `lab.curl(f"http://<IP of other_node>:{node_port}/clientip", source="client")`:
-a request from outside the cluster (the client's address is `172.18.0.100`).
+a request from outside the cluster (on the embedded cluster the client's address is `172.18.0.100`).
 What address did the app see (`before.body`)? Whose is it?"""),
         solution("before", BEFORE, after="before"),
         tests("before-test", 2, '''
