@@ -411,6 +411,7 @@ class SimNetwork:
                                            "and LoadBalancer IPs are reachable from here)"))
                 return self._fail(state, "timeout")
         src, local, seen = origin.ip, origin.local, set()
+        dnat_node = snat_node = None
         while True:
             if (node, dst, dport) in seen:
                 hops.append(Hop(node, f"routing loop towards {dst}:{dport}: the connection times out"))
@@ -427,10 +428,13 @@ class SimNetwork:
                 hops.append(Hop(node, f"netfilter, {hook}: {conn.verdict}", list(conn.hits), list(conn.rewrites)))
                 if conn.verdict in ("DROP", "REJECT"):
                     return self._fail(state, "timeout" if conn.verdict == "DROP" else "refused")
-                if conn.endpoint:
+                if conn.endpoint and not conn.from_conntrack:
                     dst, port = conn.endpoint.rsplit(":", 1)
                     dport = int(port)
+                    dnat_node = node
                 masquerade = conn.masquerade
+                if masquerade:
+                    snat_node = node
             target_pod = self.pod_by_ip(dst)
             target_node = target_pod["spec"]["nodeName"] if target_pod else None
             if masquerade:
@@ -440,6 +444,12 @@ class SimNetwork:
                     hops[-1].rewrites[-1] = f"SNAT {before}:{sport} -> {src}:{sport} (masquerade)"
             state["src_seen"] = src
             if target_pod is not None and target_node == node:
+                if dnat_node is not None and snat_node != dnat_node and \
+                        dnat_node not in (node, self._node_of_address(src)):
+                    hops.append(Hop(node, f"the reply from {dst} goes straight back to {src}, bypassing {dnat_node} "
+                                          "where the DNAT happened: it matches no connection the client knows "
+                                          "(conntrack INVALID) and is dropped — the connection times out"))
+                    return self._fail(state, "timeout")
                 return self._deliver(state, target_pod, dst, dport, proto)
             if target_pod is not None:
                 hops.append(Hop("network", f"{node} → {target_node} over the node network (pod-to-pod, no NAT)"))
@@ -457,6 +467,17 @@ class SimNetwork:
             hops.append(Hop(cidr_owner["metadata"]["name"] if cidr_owner else "network",
                             f"no host answers at {dst} (no such pod): the connection times out"))
             return self._fail(state, "timeout")
+
+    def _node_of_address(self, ip: str) -> str | None:
+        """The node a reply to `ip` is routed to: the node itself, or the node of the pod with that IP."""
+        node = self.node_by_ip(ip)
+        if node is not None:
+            return node["metadata"]["name"]
+        pod = self.pod_by_ip(ip)
+        if pod is not None:
+            return pod["spec"]["nodeName"]
+        owner = self.node_of_pod_cidr(ip) if self._in_pod_cidr(ip) else None
+        return owner["metadata"]["name"] if owner else None
 
     def _deliver(self, state: dict, pod: dict, ip: str, port: int, proto: str) -> dict:
         """Hand the connection to the pod's app listening on that port, or refuse it."""

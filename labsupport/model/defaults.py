@@ -46,7 +46,7 @@ def default_service(svc: dict) -> None:
         _set(port, "protocol", "TCP")
         if port.get("targetPort") in (None, 0, ""):
             port["targetPort"] = port.get("port")
-    if svc_type in ("NodePort", "LoadBalancer"):
+    if svc_type in ("NodePort", "LoadBalancer") or spec.get("externalIPs"):
         _set(spec, "externalTrafficPolicy", "Cluster")
     if svc_type == "LoadBalancer":
         _set(spec, "allocateLoadBalancerNodePorts", True)

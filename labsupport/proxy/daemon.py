@@ -101,7 +101,9 @@ class KubeProxyDaemons:
             if agent.mode != mode:
                 cleanup = agent.set_mode(mode)
                 self._notify(node_name, agent, ("cleanup", cleanup))
-            agent.start()
+            restarted = agent.start()
+            if restarted is not None:
+                self._notify(node_name, agent, ("sync", restarted))
         self.running[node_name] = True
         self.dirty.add(node_name)
         self.sync(node_name)

@@ -129,7 +129,7 @@ def test_nodeport_cluster_policy(labs):
         port = lab.get("svc", "cluster")["spec"]["ports"][0]["nodePort"]
         out = {}
         for name, ip in node_ips(lab).items():
-            results = [lab.curl(f"http://{ip}:{port}/clientip") for _ in range(12)]
+            results = [lab.curl(f"http://{ip}:{port}/clientip") for _ in range(24)]
             out[name] = ({outcome(r) for r in results}, {r.client_ip for r in results if r.node != name},
                          len({r.pod for r in results}) > 1)
         return out
@@ -323,20 +323,16 @@ def test_local_nodeport_from_a_pod_via_its_own_node(labs):
 def test_local_nodeport_from_a_pod_via_another_node(labs):
     sim, kernel = both(labs, lambda lab: dict(sorted(local_nodeport_from_pods(lab, same=False).items())[:2]))
     assert kernel and set(kernel.values()) == {("timeout", False)}
-    if sim != kernel:
-        pytest.xfail("model bug in SimNetwork: it does not follow the reply path. The node that DNATs without "
-                     "SNAT (the pod bypass of a Local policy) is not on the way back: the endpoint answers the pod "
-                     "directly from its own address, a SYN-ACK that matches no connection the pod's side knows "
-                     "(iptables: ctstate INVALID, dropped by KUBE-FORWARD), and the connection times out; "
-                     f"sim says {sim}")
+    # The endpoint answers the pod directly, bypassing the node that DNATed: the reply is INVALID there.
+    assert sim == kernel
 
 
 def test_external_ip(labs):
     def run(lab):
         return ({(outcome(r), r.node, r.client_ip) for r in (lab.curl("http://172.18.0.3:8888/clientip")
-                                                             for _ in range(12))},
+                                                             for _ in range(40))},
                 {(outcome(r), r.node, r.client_ip) for r in (lab.curl("http://172.18.0.3:8888/clientip",
-                                                                      source="node/lab-worker2") for _ in range(12))})
+                                                                      source="node/lab-worker2") for _ in range(40))})
     sim, kernel = both(labs, run)
     assert sim == kernel
 

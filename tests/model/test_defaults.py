@@ -131,3 +131,10 @@ def test_namespace_endpointslice_node():
     assert node["status"]["allocatable"] == {"cpu": "4"}
     cm = {"kind": "ConfigMap", "data": {"a": "b"}}
     assert apply_defaults(cm) == cm
+
+
+def test_external_ips_make_a_service_externally_accessible():
+    from labsupport.model.defaults import apply_defaults
+    svc = apply_defaults({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"},
+                          "spec": {"selector": {"a": "b"}, "externalIPs": ["172.18.0.3"], "ports": [{"port": 80}]}})
+    assert svc["spec"]["externalTrafficPolicy"] == "Cluster"
