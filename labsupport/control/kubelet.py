@@ -8,11 +8,14 @@ from typing import TYPE_CHECKING
 from labsupport.apps import App, ExecResult, app_for
 from labsupport.control.clock import Timer
 from labsupport.control.store import clone
+from labsupport.control.version import K8S_VERSION
 
 if TYPE_CHECKING:
     from labsupport.control.cluster import Cluster
 
 STARTUP_SECONDS = (1.0, 2.0)
+#: What the kubelet's HTTP probes send as User-Agent (`kube-probe/<major>.<minor>`).
+PROBE_USER_AGENT = "kube-probe/" + K8S_VERSION.lstrip("v").rsplit(".", 1)[0]
 
 
 class HostLocalIPAM:
@@ -241,7 +244,7 @@ class Kubelet:
         if "httpGet" in probe:
             path = probe["httpGet"].get("path", "/")
             gateway = self.gateway(rt.node) or "0.0.0.0"
-            resp = app.http("GET", path, (gateway, 40000), port, {"User-Agent": "kube-probe/1.35"})
+            resp = app.http("GET", path, (gateway, 40000), port, {"User-Agent": PROBE_USER_AGENT})
             if resp is None:
                 self.last_probe_error = f'Get "http://{target}:{port}{path}": EOF'
                 return False

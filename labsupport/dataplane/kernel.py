@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from labsupport.control import dns
+from labsupport.control.kubelet import PROBE_USER_AGENT
 from labsupport.dataplane.kernel_ns import (KernelError, add_bridge, add_veth, blackhole_default, configure,
                                             create_namespace, inside, link_name, list_namespaces, new_run_id,
                                             ns_name, release_run_id, remove_namespace, replace_route, route_via,
@@ -983,7 +984,7 @@ class KernelNetwork:
                 return False
             if kind == "tcpSocket":
                 return True
-            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {rt.ip}:{port}\r\nUser-Agent: kube-probe/1.35\r\n"
+            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {rt.ip}:{port}\r\nUser-Agent: {PROBE_USER_AGENT}\r\n"
                          "Accept: */*\r\nConnection: close\r\n\r\n".encode())
             try:
                 status, _ = read_http_response(sock)

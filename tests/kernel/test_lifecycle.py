@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from labsupport.control.kubelet import PROBE_USER_AGENT
 from labsupport.errors import BackendUnavailable
 from labsupport.testing import require_kernel
 
@@ -183,7 +184,7 @@ def test_readiness_probes_are_real_requests():
         bad = lab.get("pod", "unready")["status"]["containerStatuses"][0]["ready"]
         assert (good, bad) == (True, False)
         logs = lab.logs("probed")
-        assert "kube-probe/1.35" in logs and "10.244." in logs
+        assert PROBE_USER_AGENT in logs and "10.244." in logs
     finally:
         lab.close()
 
