@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import atexit
 import ipaddress
-import json
 import os
 import platform
 import random
@@ -629,28 +628,12 @@ class KernelNetwork:
         who = {"where": "node", "node": node_name}
 
         def handle(method: str, target: str, headers: dict, peer: tuple, local: tuple):
-            for svc in self.cluster.store.list("Service"):
-                if svc["spec"].get("healthCheckNodePort") == local[1]:
-                    code, body = self.health_check(node_name, svc)
-                    return Answer(code, body, {"Content-Type": "application/json",
-                                               "X-Content-Type-Options": "nosniff"}), who
-            return Answer(404, "404 page not found\n"), who
+            answer = self.proxies.health_check(node_name, local[1])
+            if answer is None:
+                return Answer(404, "404 page not found\n"), who
+            code, body = answer
+            return Answer(code, body, {"Content-Type": "application/json", "X-Content-Type-Options": "nosniff"}), who
         return handle
-
-    def health_check(self, node_name: str, svc: dict) -> tuple[int, str]:
-        """kube-proxy's health check server on a node: 200 with local endpoints, 503 without."""
-        local = 0
-        ns, name = svc["metadata"]["namespace"], svc["metadata"]["name"]
-        for s in self.cluster.store.list("EndpointSlice", ns):
-            if (s["metadata"].get("labels") or {}).get("kubernetes.io/service-name") != name:
-                continue
-            for ep in s.get("endpoints") or []:
-                if ep.get("nodeName") == node_name and ep.get("conditions", {}).get("ready", True):
-                    local += 1
-        running = self.proxies.running.get(node_name, False)
-        body = json.dumps({"service": {"namespace": ns, "name": name}, "localEndpoints": local,
-                           "serviceProxyHealthy": running})
-        return (200 if local and running else 503), body
 
     # --- keeping up ----------------------------------------------------------------------------------------
     def refresh(self) -> None:

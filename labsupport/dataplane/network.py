@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import ipaddress
-import json
 import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -515,11 +514,10 @@ class SimNetwork:
                       if "node.kubernetes.io/exclude-from-external-load-balancers" not in n["metadata"]["labels"]]
         hc = svc["spec"].get("healthCheckNodePort")
         if hc:
-            healthy = [n for n in candidates if self.health_check(n["metadata"]["name"], svc)[0] == 200]
-            checked = ", ".join(f"{n['metadata']['name']}:{hc} → {self.health_check(n['metadata']['name'], svc)[0]}"
-                                for n in candidates)
+            answers = {n["metadata"]["name"]: self.proxies.health_check(n["metadata"]["name"], hc) for n in candidates}
+            checked = ", ".join(f"{name}:{hc} → {a[0] if a else 'refused'}" for name, a in answers.items())
             hops.append(Hop("load balancer", f"health checks {checked}"))
-            candidates = healthy
+            candidates = [n for n in candidates if (answers[n["metadata"]["name"]] or (0,))[0] == 200]
         if not candidates:
             hops.append(Hop("load balancer", f"no healthy node behind {dst}: the connection times out"))
             return None
@@ -528,29 +526,14 @@ class SimNetwork:
                                          f"{len(candidates)} healthy node(s))"))
         return node["metadata"]["name"]
 
-    def health_check(self, node_name: str, svc: dict) -> tuple[int, str]:
-        """kube-proxy's health check server on a node: 200 with local endpoints, 503 without."""
-        local = 0
-        ns, name = svc["metadata"]["namespace"], svc["metadata"]["name"]
-        for s in self.cluster.store.list("EndpointSlice", ns):
-            if (s["metadata"].get("labels") or {}).get("kubernetes.io/service-name") != name:
-                continue
-            for ep in s.get("endpoints") or []:
-                if ep.get("nodeName") == node_name and ep.get("conditions", {}).get("ready", True):
-                    local += 1
-        running = self.proxies.running.get(node_name, False)
-        body = json.dumps({"service": {"namespace": ns, "name": name}, "localEndpoints": local,
-                           "serviceProxyHealthy": running})
-        return (200 if local and running else 503), body
-
     def _node_listener(self, state: dict, node: dict, ip: str, port: int) -> dict:
         """A connection that ends on a node's own address: kube-proxy's health check port, or nothing."""
-        for svc in self.cluster.store.list("Service"):
-            if svc["spec"].get("healthCheckNodePort") == port:
-                code, body = self.health_check(node["metadata"]["name"], svc)
-                state["hops"].append(Hop(node["metadata"]["name"], f"kube-proxy health check server answers {code}"))
-                state["node_answer"] = (code, body, node["metadata"]["name"])
-                return state
+        answer = self.proxies.health_check(node["metadata"]["name"], port)
+        if answer is not None:
+            code, body = answer
+            state["hops"].append(Hop(node["metadata"]["name"], f"kube-proxy health check server answers {code}"))
+            state["node_answer"] = (code, body, node["metadata"]["name"])
+            return state
         state["hops"].append(Hop(node["metadata"]["name"], f"nothing listens on {ip}:{port}: connection refused"))
         return self._fail(state, "refused")
 

@@ -7,6 +7,7 @@ rules are looked at, which is indistinguishable from syncing after every change.
 """
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Callable
 
 import yaml
@@ -150,6 +151,18 @@ class KubeProxyDaemons:
     def mode(self, node_name: str) -> str:
         """The mode the node's kube-proxy runs in."""
         return self.agent(node_name).mode
+
+    def health_check(self, node_name: str, port: int) -> tuple[int, str] | None:
+        """What the node's kube-proxy health-check server answers on healthCheckNodePort `port`: (status, JSON
+        body) — 200 with local ready endpoints, 503 without — or None when nothing listens (no such Service, or
+        kube-proxy is not running there, so a load balancer's check fails)."""
+        if not self.running.get(node_name):
+            return None
+        answer = self.agent(node_name).health_check(port)
+        if answer is None:
+            return None
+        code, body = answer
+        return code, json.dumps(body)
 
     def _notify(self, node_name: str, agent: KubeProxy, change: object) -> None:
         for listener in self.listeners:
