@@ -892,10 +892,12 @@ class KernelNetwork:
             except Exception as e:      # the model may not know a construct; the kernel view still stands
                 result.hops.append(Hop(entry, f"model could not trace these rules: {e}"))
         if entry and self.rules.get(entry) and self.rules[entry].mode == "nftables":
-            result.hops.append(Hop(entry, "kernel: what the nftables maps hold for this packet",
-                                   rewrites=self._nft_lookups(entry, dst, int(dport))))
+            lookups = self._nft_lookups(entry, dst, int(dport))
+            result.hops.append(Hop(entry, "kernel: what the nftables maps hold for this packet: " +
+                                   "; ".join(lookups)))
         after = self._counters() if before else {}
-        for node_name, ns in self.node_ns.items():
+        nodes = sorted(self.node_ns.items(), key=lambda item: item[0] != entry)
+        for node_name, ns in nodes:
             lines = run_in(ns, ["conntrack", "-L"]).stdout.splitlines()
             mine = []
             for line in lines:
@@ -914,9 +916,10 @@ class KernelNetwork:
                     if table == "nat" or target in ("DROP", "REJECT"):
                         hits.append(Hit(table, words[1], rule, target))
             if mine or hits:
+                nat = [rw for line in mine for rw in conntrack_rewrites(line)]
                 result.hops.append(Hop(node_name, "kernel: " + (
                     "iptables rules whose counters moved, and conntrack" if hits else "conntrack"), hits,
-                    [f"conntrack: {line}" for line in mine]))
+                    nat + [f"conntrack: {line}" for line in mine]))
 
     def _nft_lookups(self, node_name: str, dst: str, dport: int) -> list[str]:
         """`nft get element` for the packet's keys in kube-proxy's verdict maps, as the kernel holds them."""
@@ -1044,6 +1047,20 @@ def _with_deletions(dump: str, stale: dict[str, list[str]]) -> str:
             out.extend(f"-X {c}" for c in chains)
             out.append("COMMIT")
     return "\n".join(out) + "\n"
+
+
+def conntrack_rewrites(line: str) -> list[str]:
+    """The NAT a `conntrack -L` line records, in the model's words: `DNAT a:p -> b:q`, `SNAT a:p -> b:q`."""
+    tuples = re.findall(r"src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+)", line)
+    if len(tuples) < 2:
+        return []
+    (osrc, odst, osport, odport), (rsrc, rdst, rsport, rdport) = tuples[:2]
+    out = []
+    if (odst, odport) != (rsrc, rsport):
+        out.append(f"DNAT {odst}:{odport} -> {rsrc}:{rsport}")
+    if (osrc, osport) != (rdst, rdport):
+        out.append(f"SNAT {osrc}:{osport} -> {rdst}:{rdport}")
+    return out
 
 
 def parse_nslookup(text: str, name: str) -> dns.NslookupAnswer:

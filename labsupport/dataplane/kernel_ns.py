@@ -7,7 +7,9 @@ that have no pyroute2 equivalent (iptables-restore, nft, conntrack, curl) run in
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -40,6 +42,21 @@ _live_runs: set[str] = set()
 
 class KernelError(LabError):
     """A kernel operation failed: a tool exited non-zero or a namespace could not be set up."""
+
+
+_NETLINK_THREAD = "lsk-netlink"
+_netlink_worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=_NETLINK_THREAD)
+
+
+def netlink(fn):
+    """Run a pyroute2 operation on a dedicated thread: pyroute2 drives an asyncio loop of its own, which must not
+    meet the event loop a notebook's kernel already runs on its main thread."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if threading.current_thread().name.startswith(_NETLINK_THREAD):
+            return fn(*args, **kwargs)
+        return _netlink_worker.submit(fn, *args, **kwargs).result()
+    return call
 
 
 def new_run_id() -> str:
@@ -80,6 +97,7 @@ def list_namespaces(prefix: str = PREFIX) -> list[str]:
     return sorted(n for n in os.listdir(NETNS_DIR) if n.startswith(prefix))
 
 
+@netlink
 def create_namespace(name: str) -> None:
     """Create a named network namespace with its loopback up."""
     netns.create(name)
@@ -87,6 +105,7 @@ def create_namespace(name: str) -> None:
         ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")
 
 
+@netlink
 def remove_namespace(name: str) -> bool:
     """Remove a named network namespace and its /etc/netns files; False if it was not there."""
     existed = os.path.exists(os.path.join(NETNS_DIR, name))
@@ -161,6 +180,7 @@ def _index(ns, ifname: str) -> int:
     return found[0]
 
 
+@netlink
 def add_bridge(name: str, bridge: str, address: str | None = None, prefixlen: int = 24) -> None:
     """A bridge in namespace `name`, up, optionally with an address."""
     with NetNS(name) as ns:
@@ -171,6 +191,7 @@ def add_bridge(name: str, bridge: str, address: str | None = None, prefixlen: in
         ns.link("set", index=idx, state="up")
 
 
+@netlink
 def add_veth(name: str, host: str, peer_ns: str, peer: str, *, master: str | None = None,
              hairpin: bool = False) -> None:
     """A veth pair: `host` in namespace `name` (enslaved to `master`, up), `peer` moved into `peer_ns`.
@@ -188,6 +209,7 @@ def add_veth(name: str, host: str, peer_ns: str, peer: str, *, master: str | Non
         ns.link("set", index=idx, state="up")
 
 
+@netlink
 def delete_link(name: str, ifname: str) -> None:
     """Delete a link in namespace `name` if it is there."""
     with contextlib.suppress(Exception):
@@ -197,6 +219,7 @@ def delete_link(name: str, ifname: str) -> None:
                 ns.link("del", index=found[0])
 
 
+@netlink
 def configure(name: str, ifname: str, address: str, prefixlen: int, gateway: str | None = None,
               routes: list[tuple[str, str]] = ()) -> None:
     """Bring `ifname` up in namespace `name` with an address, a default route and extra (dst, via) routes."""
@@ -210,12 +233,14 @@ def configure(name: str, ifname: str, address: str, prefixlen: int, gateway: str
             ns.route("add", dst=dst, gateway=via)
 
 
+@netlink
 def replace_route(name: str, dst: str, via: str) -> None:
     """Point `dst` at gateway `via` in namespace `name` (replacing any route there)."""
     with NetNS(name) as ns:
         ns.route("replace", dst=dst, gateway=via)
 
 
+@netlink
 def route_via(name: str, dst: str) -> str | None:
     """The gateway namespace `name` routes `dst` through (None: directly connected or no route)."""
     with NetNS(name) as ns:
@@ -230,12 +255,14 @@ def route_via(name: str, dst: str) -> str | None:
     return None
 
 
+@netlink
 def blackhole_default(name: str) -> None:
     """Drop silently whatever namespace `name` would forward to an unknown destination."""
     with NetNS(name) as ns:
         ns.route("add", dst="0.0.0.0/0", type="blackhole")
 
 
+@netlink
 def root_links(prefix: str = LINK_PREFIX) -> list[str]:
     """Links in the root namespace whose name starts with the project prefix."""
     with IPRoute() as ipr:
@@ -297,10 +324,17 @@ def clean() -> list[str]:
                 shutil.rmtree(os.path.join(ETC_NETNS, entry), ignore_errors=True)
                 done.append(f"removed {ETC_NETNS}/{entry}")
     with contextlib.suppress(Exception):
-        for link in root_links():
-            with IPRoute() as ipr:
-                found = ipr.link_lookup(ifname=link)
-                if found:
-                    ipr.link("del", index=found[0])
-                    done.append(f"removed link {link}")
+        done.extend(_remove_root_links())
+    return done
+
+
+@netlink
+def _remove_root_links() -> list[str]:
+    done = []
+    for link in root_links():
+        with IPRoute() as ipr:
+            found = ipr.link_lookup(ifname=link)
+            if found:
+                ipr.link("del", index=found[0])
+                done.append(f"removed link {link}")
     return done

@@ -140,6 +140,8 @@ def test_trace_shows_kernel_and_model(lab):
     assert trace.result.status == 200
     assert "model of" in text and "conntrack:" in text
     assert f"dst={ip}" in text
+    # The kernel's conntrack entry, told in the model's words: the DNAT to a pod.
+    assert trace.rewrites[0].startswith(f"DNAT {ip}:80 -> 10.244.")
     table = lab.conntrack("lab-worker2")
     assert any(f"dst={ip}" in line for line in table)
 

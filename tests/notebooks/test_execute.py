@@ -66,3 +66,22 @@ def test_executes_on_sim(path, tmp_path, monkeypatch):
         page, _ = HTMLExporter().from_notebook_node(nb)
         assert 'class="cluster-graph"' in page and '<g class="pod ' in page, \
             f"{path.name}: the HTML export (as in nbgrader feedback) does not show the cluster picture"
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_executes_on_netns(path, tmp_path, monkeypatch):
+    """The same lessons on the real Linux data plane (root and the netfilter tools needed; required in CI)."""
+    from nbclient import NotebookClient
+    from labsupport.testing import require_kernel
+    require_kernel("nft", "iptables-restore", "conntrack", "curl", "nslookup")
+    monkeypatch.setenv("LABSUPPORT_BACKEND", "netns")
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(tmp_path)}})
+    try:
+        client.execute()
+    finally:
+        from labsupport.dataplane.kernel import clean
+        clean()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
