@@ -48,7 +48,7 @@ def test_get_watch_sees_terminating(lab):
 
 
 def test_official_python_client(lab):
-    kubernetes = pytest.importorskip("kubernetes")
+    import kubernetes
     client = kubernetes.config.new_client_from_config(config_file=lab.kubeconfig)
     core = kubernetes.client.CoreV1Api(client)
     names = [p.metadata.name for p in core.list_namespaced_pod("default", label_selector="app=db").items]
@@ -160,7 +160,7 @@ def test_advance_endpoint(lab, api):
 
 @pytest.mark.parametrize("protocol", ["v5.channel.k8s.io", "v4.channel.k8s.io"])
 def test_exec_channel_protocol(api, protocol):
-    websocket = pytest.importorskip("websocket")
+    import websocket
     import ssl
     url = (f"wss://{api.host}:{api.port}/api/v1/namespaces/default/pods/db-0/exec?"
            "command=sh&command=-c&command=hostname%3B%20cat%20%2Fnope&stdout=true&stderr=true")

@@ -10,6 +10,7 @@ from labsupport.dataplane import samples
 from labsupport.dataplane.model import NodeDatapath, UnknownMode, trace_packet
 
 DATA = Path(__file__).parent / "data"
+GOLDENS = Path(__file__).resolve().parents[1] / "goldens"
 NODE = ["192.168.0.2"]
 MODES = [("iptables", samples.iptables_rules), ("nftables", samples.nftables_rules)]
 
@@ -62,7 +63,7 @@ def test_conntrack_entry_expires():
 
 
 def test_conntrack_lines_look_like_conntrack_L():
-    dp = NodeDatapath("iptables", (DATA / "iptables-two-services.txt").read_text(), NODE, random.Random(1))
+    dp = NodeDatapath("iptables", (GOLDENS / "iptables-two-services.txt").read_text(), NODE, random.Random(1))
     dp.connect("192.168.0.2", 51000, "172.30.0.41", 80, now=0)
     [line] = dp.conntrack_entries(now=1)
     assert re.fullmatch(
@@ -71,7 +72,7 @@ def test_conntrack_lines_look_like_conntrack_L():
 
 
 def test_masquerade_rewrites_and_client_ip():
-    dp = NodeDatapath("iptables", (DATA / "iptables-two-services.txt").read_text(), NODE, random.Random(1))
+    dp = NodeDatapath("iptables", (GOLDENS / "iptables-two-services.txt").read_text(), NODE, random.Random(1))
     pod = dp.connect("10.0.0.2", 50000, "172.30.0.41", 80)
     assert pod.rewrites == ["DNAT 172.30.0.41:80 -> 10.0.1.1:80"] and not pod.masquerade
     assert pod.client_ip == "10.0.0.2:50000"
@@ -81,7 +82,7 @@ def test_masquerade_rewrites_and_client_ip():
 
 
 def test_hits_and_counters():
-    dp = NodeDatapath("nftables", (DATA / "nftables-two-services.txt").read_text(), NODE, random.Random(1))
+    dp = NodeDatapath("nftables", (GOLDENS / "nftables-two-services.txt").read_text(), NODE, random.Random(1))
     c = dp.connect("10.0.0.2", 50000, "172.30.0.41", 80)
     assert [h.action for h in c.hits if h.chain == "services"] == ["goto service-ULMVA6XW-ns1/svc1/tcp/p80"]
     assert any(h.action == "DNAT to 10.0.1.1:80" for h in c.hits)

@@ -9,14 +9,13 @@ from labsupport.dataplane.model import trace_packet
 from labsupport.dataplane.netfilter import RulesSyntaxError
 from labsupport.errors import LabError
 
-GOLDEN = Path("/work/shared/spec/goldens/iptables-two-services.txt")
+GOLDEN = Path(__file__).resolve().parents[1] / "goldens" / "iptables-two-services.txt"
 NODE = ["192.168.0.2"]
 
 
 @pytest.fixture(scope="module")
 def golden():
-    path = GOLDEN if GOLDEN.exists() else Path(__file__).parent / "data" / GOLDEN.name
-    return path.read_text()
+    return GOLDEN.read_text()
 
 
 def test_pod_to_cluster_ip_unmasqueraded(golden):

@@ -10,12 +10,13 @@ from labsupport.dataplane.nft_parse import NftRuleset, parse_duration
 from labsupport.errors import LabError
 
 DATA = Path(__file__).parent / "data"
+GOLDENS = Path(__file__).resolve().parents[1] / "goldens"
 NODE = ["192.168.0.2"]
 
 
 @pytest.fixture(scope="module")
 def golden():
-    return (DATA / "nftables-two-services.txt").read_text()
+    return (GOLDENS / "nftables-two-services.txt").read_text()
 
 
 @pytest.fixture(scope="module")

@@ -1,28 +1,12 @@
 """Kernel-tier helpers for the proxy tests: skip without root or tools, fail instead when CI is set."""
 from __future__ import annotations
 
-import os
 import secrets
-import shutil
 import subprocess
 
 import pytest
 
-
-def require_kernel(*tools: str) -> None:
-    """Skip the test unless running as root with `tools` installed; under CI=... a missing requirement fails it."""
-    missing = [t for t in ("ip", *tools) if shutil.which(t) is None]
-    problems = []
-    if os.geteuid() != 0:
-        problems.append("not running as root")
-    if missing:
-        problems.append("missing tools: " + ", ".join(missing))
-    if not problems:
-        return
-    message = "kernel test needs " + "; ".join(problems)
-    if os.environ.get("CI"):
-        pytest.fail(message + " (CI is set, so this tier is required)")
-    pytest.skip(message)
+from labsupport.testing import require_kernel  # noqa: F401  (the tests here import it from this module)
 
 
 class Netns:

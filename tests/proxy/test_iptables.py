@@ -12,15 +12,13 @@ from labsupport.proxy.topology import ServicePort
 from .fixtures import (GOLDEN_CONFIG, endpoint, endpointslice, many_services, node, port, scenario, service,
                        two_services)
 
-GOLDENS = Path("/work/shared/spec/goldens")
+GOLDENS = Path(__file__).resolve().parents[1] / "goldens"
 SVC1 = ServicePort("ns1", "svc1", "p80", "tcp", 80, "172.30.0.41")
 
 
 def golden_lines(name: str) -> list[str]:
     """A golden file without its comment header."""
     path = GOLDENS / name
-    if not path.exists():
-        pytest.skip(f"{path} not present")
     return [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
 
 
