@@ -17,6 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.bench_cluster import DEPLOYMENT  # noqa: E402
 from labsupport import Lab  # noqa: E402
 
 SERIES_TARGET_S = 90.0
@@ -41,25 +42,7 @@ def time_series() -> tuple[float, list[tuple[str, float]]]:
 def time_graph(pods: int = 100, repeats: int = 20) -> dict[str, float]:
     """Median and worst ClusterGraph update time (ms) with `pods` ready pods behind a Service."""
     lab = Lab(seed=0)
-    lab.apply(f"""
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: web}}
-spec:
-  replicas: {pods}
-  selector: {{matchLabels: {{app: web}}}}
-  template:
-    metadata: {{labels: {{app: web}}}}
-    spec:
-      containers: [{{name: nginx, image: "nginx:1.27", ports: [{{containerPort: 80}}]}}]
----
-apiVersion: v1
-kind: Service
-metadata: {{name: web}}
-spec:
-  selector: {{app: web}}
-  ports: [{{port: 80}}]
-""")
+    lab.apply(DEPLOYMENT.format(replicas=pods))
     lab.wait(lambda l: sum(1 for p in l.get("pods", selector="app=web")
                            if p["status"].get("phase") == "Running") == pods, timeout=600)
     graph = lab.graph(live=False)

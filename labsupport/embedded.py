@@ -297,4 +297,3 @@ class EmbeddedBackend:
         close = getattr(self.network, "close", None)
         if close:
             close()
-        self.cluster.close()

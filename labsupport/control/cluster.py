@@ -9,7 +9,7 @@ import ipaddress
 import random
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from labsupport.control.allocators import ServiceAllocator
 from labsupport.control.clock import VirtualClock, rfc3339
@@ -64,7 +64,6 @@ class Cluster:
                                           rng=random.Random(seed * 7919 + 2))
         self.network: Any = None
         self._event_seq = 0
-        self._finalizers: list[Callable[[], None]] = []
         self.owned = OwnedPods(self)
         self.scheduler = Scheduler(self)
         self.kubelet = Kubelet(self)
@@ -121,10 +120,8 @@ class Cluster:
                         "deletionGracePeriodSeconds"):
                 if key in old["metadata"] and key not in meta:
                     meta[key] = old["metadata"][key]
-            if "status" in old and "status" not in obj:
-                obj["status"] = old["status"]
-            elif "status" in old:
-                obj["status"] = old["status"]
+            if "status" in old:
+                obj["status"] = old["status"]      # status is written through its subresource only
             validate(obj, old)
             if info.kind == "Service":
                 obj = self._allocate_service(obj, old, dry_run)
@@ -289,15 +286,6 @@ class Cluster:
     def pod_env(self, pod: dict) -> "PodEnv":
         """What a pod's processes can reach: the clock, cluster DNS and the network."""
         return PodEnv(self, pod["metadata"]["namespace"], pod["metadata"]["name"])
-
-    def on_close(self, callback: Callable[[], None]) -> None:
-        """Run `callback` when the cluster is closed."""
-        self._finalizers.append(callback)
-
-    def close(self) -> None:
-        """Release what the cluster holds (servers, namespaces of a real data plane)."""
-        while self._finalizers:
-            self._finalizers.pop()()
 
     def lb_address(self) -> str:
         """The next free address of the LoadBalancer pool (MetalLB-style)."""

@@ -195,7 +195,7 @@ class Kubelet:
             return
         spec = next(c for c in pod["spec"]["containers"] if c["name"] == container)
         probe = spec[kind]
-        ok = self.run_probe(pod, rt, rt.apps[container], probe)
+        ok, message = self.run_probe(pod, rt, rt.apps[container], probe)
         state = rt.probe_state[f"{container}/{kind}"]
         if ok:
             state["ok"] += 1
@@ -209,48 +209,45 @@ class Kubelet:
             elif not ok and state["fail"] >= probe.get("failureThreshold", 3):
                 self._set_ready(pod, container, False)
             if not ok:
-                self.cluster.record_event(pod, "Warning", "Unhealthy", f"Readiness probe failed: {self.last_probe_error}",
+                self.cluster.record_event(pod, "Warning", "Unhealthy", f"Readiness probe failed: {message}",
                                           source="kubelet")
         elif not ok and state["fail"] >= probe.get("failureThreshold", 3) and not rt.terminating:
-            self.cluster.record_event(pod, "Warning", "Unhealthy", f"Liveness probe failed: {self.last_probe_error}",
+            self.cluster.record_event(pod, "Warning", "Unhealthy", f"Liveness probe failed: {message}",
                                       source="kubelet")
             state["fail"] = 0
             self._restart(rt, pod, container, "Error", 137)
         rt.timers.append(self.cluster.clock.after(probe.get("periodSeconds", 10),
                                                   lambda: self._probe(uid, container, kind), kind))
 
-    last_probe_error = ""
-    #: A real data plane's prober: called first with (pod, rt, app, probe); True/False decides, None falls through.
+    #: A real data plane's prober: called first with (pod, rt, app, probe); an (ok, message) answer decides,
+    #: None falls through to the model.
     probe_hook = None
 
-    def run_probe(self, pod: dict, rt: PodRuntime, app: App, probe: dict) -> bool:
-        """Evaluate one probe against what the container really serves."""
+    def run_probe(self, pod: dict, rt: PodRuntime, app: App, probe: dict) -> tuple[bool, str]:
+        """Evaluate one probe against what the container really serves: (passed, the kubelet's message)."""
         if self.probe_hook is not None:
             verdict = self.probe_hook(pod, rt, app, probe)
             if verdict is not None:
                 return verdict
         if "exec" in probe:
             result = app.exec(probe["exec"].get("command") or [])
-            self.last_probe_error = (result.stdout + result.stderr).strip()
-            return result.code == 0
+            return result.code == 0, (result.stdout + result.stderr).strip()
         port_spec = (probe.get("httpGet") or probe.get("tcpSocket") or probe.get("grpc") or {}).get("port")
         port = self.resolve_port(pod, port_spec)
         target = rt.ip or ""
         if port is None or ("TCP", port) not in app.listens():
-            self.last_probe_error = (f'Get "http://{target}:{port_spec}{(probe.get("httpGet") or {}).get("path", "/")}": '
-                                     f"dial tcp {target}:{port_spec}: connect: connection refused"
-                                     if "httpGet" in probe else f"dial tcp {target}:{port_spec}: connect: connection refused")
-            return False
+            refused = f"dial tcp {target}:{port_spec}: connect: connection refused"
+            if "httpGet" in probe:
+                return False, f'Get "http://{target}:{port_spec}{probe["httpGet"].get("path", "/")}": {refused}'
+            return False, refused
         if "httpGet" in probe:
             path = probe["httpGet"].get("path", "/")
             gateway = self.gateway(rt.node) or "0.0.0.0"
             resp = app.http("GET", path, (gateway, 40000), port, {"User-Agent": PROBE_USER_AGENT})
             if resp is None:
-                self.last_probe_error = f'Get "http://{target}:{port}{path}": EOF'
-                return False
-            self.last_probe_error = f"HTTP probe failed with statuscode: {resp.status}"
-            return 200 <= resp.status < 400
-        return True
+                return False, f'Get "http://{target}:{port}{path}": EOF'
+            return 200 <= resp.status < 400, f"HTTP probe failed with statuscode: {resp.status}"
+        return True, ""
 
     @staticmethod
     def resolve_port(pod: dict, port) -> int | None:

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from labsupport.control.scheduler import tolerates
 from labsupport.control.store import NAME_ALPHABET, clone
-from labsupport.model.selectors import matches
 
 if TYPE_CHECKING:
     from labsupport.control.cluster import Cluster
@@ -595,7 +594,3 @@ class GarbageCollector:
                 self.cluster.delete(kind, ns, name)
         return True
 
-
-def selected_pods(store, namespace: str, selector) -> list[dict]:
-    """Pods in a namespace matching a LabelSelector or plain map."""
-    return [p for p in store.list("Pod", namespace) if matches(selector, p["metadata"].get("labels") or {})]

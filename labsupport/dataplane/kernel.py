@@ -38,7 +38,7 @@ from labsupport.dataplane.kernel_ns import (KernelError, add_bridge, add_veth, b
                                             run_in, set_sysctls, write_etc)
 from labsupport.dataplane.kernel_ns import clean as clean_namespaces
 from labsupport.dataplane.kernel_servers import TAG_HEADER, Answer, Answered, Listener, Servers
-from labsupport.dataplane.network import CLIENT_IP, DNS_IP, CurlResult, Hop, Trace
+from labsupport.dataplane.network import CLIENT_IP, DNS_IP, CurlResult, Hop, Trace, find_source
 from labsupport.errors import BackendUnavailable, BadRequest, NotFound
 
 if TYPE_CHECKING:
@@ -668,35 +668,19 @@ class KernelNetwork:
     # --- sources -------------------------------------------------------------------------------------------
     def origin(self, source: str) -> Source:
         """Parse a source: "client", "node/<name>", "pod/<name>" or "pod/<ns>/<name>"."""
-        if source in ("client", "outside", "external"):
+        kind, node, pod, namespace = find_source(self.cluster, source)
+        if kind == "client":
             return Source("client", CLIENT_IP, None, self.client_ns)
-        kind, _, rest = source.partition("/")
         if kind == "node":
-            node = self.cluster.store.find("Node", None, rest)
-            if node is None:
-                raise NotFound.of("nodes", rest)
-            return Source("node", self.cluster.node_ip(node), rest, self.node_ns[rest])
-        if kind == "pod":
-            ns, _, name = rest.rpartition("/")
-            ns = ns or "default"
-            pod = self.cluster.store.find("Pod", ns, name)
-            if pod is None:
-                raise NotFound.of("pods", name)
-            if pod.get("status", {}).get("phase") != "Running" or not pod["status"].get("podIP"):
-                raise BadRequest(f'pod "{name}" is not running (phase {pod.get("status", {}).get("phase")}); '
-                                 "a command can only run in a running pod")
-            node = pod["spec"]["nodeName"]
-            if pod["spec"].get("hostNetwork"):
-                return Source("node", pod["status"]["podIP"], node, self.node_ns[node], ns)
+            ip = pod["status"]["podIP"] if pod else self.cluster.node_ip(node)
+            return Source("node", ip, node, self.node_ns[node], namespace)
+        self.apply_pod_changes()
+        box = self.sandboxes.get(pod["metadata"]["uid"])
+        if box is None:
+            self._pending[pod["metadata"]["uid"]] = pod
             self.apply_pod_changes()
-            box = self.sandboxes.get(pod["metadata"]["uid"])
-            if box is None:
-                self._pending[pod["metadata"]["uid"]] = pod
-                self.apply_pod_changes()
-                box = self.sandboxes[pod["metadata"]["uid"]]
-            return Source("pod", box.ip, node, box.ns, ns)
-        raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
-                         "\"pod/<namespace>/<name>\"")
+            box = self.sandboxes[pod["metadata"]["uid"]]
+        return Source("pod", box.ip, node, box.ns, namespace)
 
     def node_by_ip(self, ip: str) -> dict | None:
         """The node with this InternalIP."""
@@ -938,7 +922,8 @@ class KernelNetwork:
         return out
 
     # --- probes --------------------------------------------------------------------------------------------
-    def _probe(self, pod: dict, rt, app, probe: dict) -> bool | None:
+    def _probe(self, pod: dict, rt, app, probe: dict) -> tuple[bool, str] | None:
+        """A real probe from the node's namespace: (passed, the kubelet's message), or None for the model."""
         if self._closed:
             return None
         kind = "httpGet" if "httpGet" in probe else "tcpSocket" if "tcpSocket" in probe else None
@@ -960,16 +945,13 @@ class KernelNetwork:
             try:
                 sock.connect((rt.ip, port))
             except ConnectionRefusedError:
-                kubelet.last_probe_error = (f'Get "{url}": dial tcp {rt.ip}:{port}: connect: connection refused'
-                                            if kind == "httpGet" else
-                                            f"dial tcp {rt.ip}:{port}: connect: connection refused")
-                return False
+                refused = f"dial tcp {rt.ip}:{port}: connect: connection refused"
+                return False, (f'Get "{url}": {refused}' if kind == "httpGet" else refused)
             except OSError:
-                kubelet.last_probe_error = (f'Get "{url}": context deadline exceeded (Client.Timeout exceeded '
-                                            "while awaiting headers)")
-                return False
+                return False, (f'Get "{url}": context deadline exceeded '
+                               "(Client.Timeout exceeded while awaiting headers)")
             if kind == "tcpSocket":
-                return True
+                return True, ""
             sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {rt.ip}:{port}\r\nUser-Agent: {PROBE_USER_AGENT}\r\n"
                          "Accept: */*\r\nConnection: close\r\n\r\n".encode())
             try:
@@ -977,10 +959,8 @@ class KernelNetwork:
             except OSError:
                 status = None
             if status is None:
-                kubelet.last_probe_error = f'Get "{url}": EOF'
-                return False
-            kubelet.last_probe_error = f"HTTP probe failed with statuscode: {status}"
-            return 200 <= status < 400
+                return False, f'Get "{url}": EOF'
+            return 200 <= status < 400, f"HTTP probe failed with statuscode: {status}"
         finally:
             sock.close()
 

@@ -139,6 +139,32 @@ class Trace:
         return f"<pre>{html.escape(self.text())}</pre>"
 
 
+def find_source(cluster: "Cluster", source: str) -> tuple[str, str | None, dict | None, str]:
+    """Where a connection starts, checked against the cluster: (kind, node name, pod, namespace).
+
+    `source` is "client" (outside the cluster), "node/<name>", "pod/<name>" or "pod/<namespace>/<name>"; kind is
+    "client", "node" or "pod" — a hostNetwork pod counts as its node (its pod is still returned)."""
+    if source in ("client", "outside", "external"):
+        return "client", None, None, "default"
+    kind, _, rest = source.partition("/")
+    if kind == "node":
+        if cluster.store.find("Node", None, rest) is None:
+            raise NotFound.of("nodes", rest)
+        return "node", rest, None, "default"
+    if kind == "pod":
+        namespace, _, name = rest.rpartition("/")
+        namespace = namespace or "default"
+        pod = cluster.store.find("Pod", namespace, name)
+        if pod is None:
+            raise NotFound.of("pods", name)
+        if pod.get("status", {}).get("phase") != "Running" or not pod["status"].get("podIP"):
+            raise BadRequest(f'pod "{name}" is not running (phase {pod.get("status", {}).get("phase")}); '
+                             "a command can only run in a running pod")
+        return ("node" if pod["spec"].get("hostNetwork") else "pod"), pod["spec"]["nodeName"], pod, namespace
+    raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
+                     "\"pod/<namespace>/<name>\"")
+
+
 class Origin:
     """Where a connection starts: its address, the node whose netfilter sees it first, and how."""
 
@@ -253,28 +279,13 @@ class SimNetwork:
 
     def origin(self, source: str) -> Origin:
         """Parse a source: "client", "node/<name>", "pod/<name>" or "pod/<ns>/<name>"."""
-        if source in ("client", "outside", "external"):
+        kind, node, pod, namespace = find_source(self.cluster, source)
+        if kind == "client":
             return Origin("client", CLIENT_IP, None, False)
-        kind, _, rest = source.partition("/")
         if kind == "node":
-            node = self.cluster.store.find("Node", None, rest)
-            if node is None:
-                raise NotFound.of("nodes", rest)
-            return Origin("node", self.cluster.node_ip(node), rest, True)
-        if kind == "pod":
-            ns, _, name = rest.rpartition("/")
-            ns = ns or "default"
-            pod = self.cluster.store.find("Pod", ns, name)
-            if pod is None:
-                raise NotFound.of("pods", name)
-            if pod.get("status", {}).get("phase") != "Running" or not pod["status"].get("podIP"):
-                raise BadRequest(f'pod "{name}" is not running (phase {pod.get("status", {}).get("phase")}); '
-                                 "a command can only run in a running pod")
-            if pod["spec"].get("hostNetwork"):
-                return Origin("node", pod["status"]["podIP"], pod["spec"]["nodeName"], True, ns, pod)
-            return Origin("pod", pod["status"]["podIP"], pod["spec"]["nodeName"], False, ns, pod)
-        raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
-                         "\"pod/<namespace>/<name>\"")
+            ip = pod["status"]["podIP"] if pod else self.cluster.node_ip(node)
+            return Origin("node", ip, node, True, namespace, pod)
+        return Origin("pod", pod["status"]["podIP"], node, False, namespace, pod)
 
     def _sport(self, ip: str) -> int:
         port = self._ports.get(ip)
@@ -462,7 +473,7 @@ class SimNetwork:
                 hops.append(Hop("network", f"{node} → {owner['metadata']['name']} ({dst}) over the node network"))
                 node, local = owner["metadata"]["name"], False
                 continue
-            cidr_owner = self.node_of_pod_cidr(dst) if self._in_pod_cidr(dst) else None
+            cidr_owner = self.node_of_pod_cidr(dst)
             hops.append(Hop(cidr_owner["metadata"]["name"] if cidr_owner else "network",
                             f"no host answers at {dst} (no such pod): the connection times out"))
             return self._fail(state, "timeout")
@@ -475,7 +486,7 @@ class SimNetwork:
         pod = self.pod_by_ip(ip)
         if pod is not None:
             return pod["spec"]["nodeName"]
-        owner = self.node_of_pod_cidr(ip) if self._in_pod_cidr(ip) else None
+        owner = self.node_of_pod_cidr(ip)
         return owner["metadata"]["name"] if owner else None
 
     def _deliver(self, state: dict, pod: dict, ip: str, port: int, proto: str) -> dict:
@@ -491,10 +502,6 @@ class SimNetwork:
             return self._fail(state, "refused")
         state["app"] = app
         return state
-
-    @staticmethod
-    def _in_pod_cidr(ip: str) -> bool:
-        return ipaddress.ip_address(ip) in ipaddress.ip_network("10.244.0.0/16")
 
     def _client_entry(self, dst: str, dport: int, proto: str, hops: list[Hop]) -> str | None:
         """Which node a packet from outside reaches first: the node owning the address, or the LoadBalancer's pick."""
