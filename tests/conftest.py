@@ -35,6 +35,30 @@ spec:
 """
 
 
+#: A headless Service over a StatefulSet: DNS answers with the pod IPs, and with `db-0.db…` names.
+DB_STATEFULSET = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  replicas: 3
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: nginx, image: nginx:1.27, ports: [{containerPort: 80}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db}
+spec:
+  clusterIP: None
+  selector: {app: db}
+  ports: [{port: 80}]
+"""
+
+
 @pytest.fixture
 def web(lab):
     """The lesson's first exercise: 3 nginx replicas behind a ClusterIP Service, all ready."""

@@ -12,48 +12,9 @@ import pytest
 import yaml
 
 from labsupport import Lab
+from tests.conftest import DB_STATEFULSET, WEB  # noqa: F401  (the tests import WEB from here)
 
-WEB = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: nginx, image: nginx:1.27, ports: [{containerPort: 80, name: http}]}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec:
-  selector: {app: web}
-  ports: [{port: 80, targetPort: 80, name: http}]
-"""
-
-DB = """
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db}
-spec:
-  serviceName: db
-  replicas: 3
-  selector: {matchLabels: {app: db}}
-  template:
-    metadata: {labels: {app: db}}
-    spec:
-      containers: [{name: nginx, image: nginx:1.27, ports: [{containerPort: 80}]}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: db}
-spec:
-  clusterIP: None
-  selector: {app: db}
-  ports: [{port: 80}]
-"""
+DB = DB_STATEFULSET
 
 
 @dataclass

@@ -1,6 +1,8 @@
 """Manifests the kernel tests apply: the lesson's workloads and the differential scenarios."""
 from __future__ import annotations
 
+from tests.conftest import DB_STATEFULSET
+
 WEB = """
 apiVersion: apps/v1
 kind: Deployment
@@ -22,27 +24,7 @@ spec:
   ports: [{port: 80, targetPort: 80, name: http}]
 """
 
-DB = """
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db}
-spec:
-  serviceName: db
-  replicas: 3
-  selector: {matchLabels: {app: db}}
-  template:
-    metadata: {labels: {app: db}}
-    spec:
-      containers: [{name: db, image: nginx:1.27, ports: [{containerPort: 80}]}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: db}
-spec:
-  clusterIP: None
-  selector: {app: db}
-  ports: [{port: 80}]
-"""
+DB = DB_STATEFULSET
 
 
 def echo(name: str, replicas: int, policy: str = "Cluster", svc_type: str = "NodePort",
