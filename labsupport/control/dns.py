@@ -8,6 +8,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
+from labsupport.results import NslookupAnswer
 
 DNS_VERSION = "1.1.0"
 DNS_VERSION_TTL = 28800
@@ -439,22 +440,6 @@ def resolve(name: str, qtype: str = "A", *, search: Iterable[str] = DEFAULT_SEAR
 
 # ----------------------------------------------------------------------------------------------------------
 # nslookup
-
-@dataclass
-class NslookupAnswer:
-    """What `nslookup <name>` shows: the addresses found, the rcode, and the text exactly as printed."""
-
-    addresses: list[str]
-    rcode: str
-    text: str
-    name: str = ""
-
-    def __repr__(self) -> str:
-        return self.text
-
-    def _repr_pretty_(self, printer, cycle) -> None:
-        printer.text(self.text)
-
 
 def _fields(record: str) -> tuple[str, str, str]:
     owner, _ttl, _class, rtype, data = record.split("\t", 4)

@@ -38,7 +38,8 @@ from labsupport.dataplane.kernel_ns import (KernelError, add_bridge, add_veth, b
                                             run_in, set_sysctls, write_etc)
 from labsupport.dataplane.kernel_ns import clean as clean_namespaces
 from labsupport.dataplane.kernel_servers import TAG_HEADER, Answer, Answered, Listener, Servers
-from labsupport.dataplane.network import CLIENT_IP, DNS_IP, CurlResult, Hop, Trace, find_source
+from labsupport.dataplane.network import CLIENT_IP, DNS_IP, find_source
+from labsupport.results import CurlResult, Hop, Trace
 from labsupport.errors import BackendUnavailable, BadRequest, NotFound
 
 if TYPE_CHECKING:

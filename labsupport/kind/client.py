@@ -26,8 +26,8 @@ from urllib.parse import urlsplit
 import yaml
 
 from labsupport.apps import ExecResult
-from labsupport.control.dns import NslookupAnswer
-from labsupport.dataplane.network import CurlResult, Hop, Trace
+from labsupport.results import NslookupAnswer
+from labsupport.results import CurlResult, Hop, Trace
 from labsupport.embedded import LAST_APPLIED, merge_for_apply
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, Conflict, NotFound, from_status
 from labsupport.kind import parse

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from labsupport.dataplane.network import CurlResult, Hop, Trace
+from labsupport.results import CurlResult, Hop, Trace
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, NotFound
 from labsupport.kind import parse
 from labsupport.kind.client import KubeBackend

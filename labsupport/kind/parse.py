@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from labsupport.control.dns import NslookupAnswer
+from labsupport.results import NslookupAnswer
 
 # --- nslookup ------------------------------------------------------------------------------------------------
 

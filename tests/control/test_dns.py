@@ -5,7 +5,8 @@ import functools
 
 import pytest
 
-from labsupport.control.dns import (DNSReply, NslookupAnswer, answer, candidate_names, endpoint_hostname,
+from labsupport.results import NslookupAnswer
+from labsupport.control.dns import (DNSReply, answer, candidate_names, endpoint_hostname,
                                     nslookup, resolve)
 
 SOA_PREFIX = "cluster.local.\t5\tIN\tSOA\tns.dns.cluster.local. hostmaster.cluster.local. "

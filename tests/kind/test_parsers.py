@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from labsupport.control.dns import NslookupAnswer
+from labsupport.results import NslookupAnswer
 from labsupport.dataplane.ipvs_parse import parse_ipvs_bundle, parse_ipvsadm
 from labsupport.dataplane.model import trace_packet
 from labsupport.dataplane.nft_parse import NftRuleset

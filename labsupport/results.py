@@ -1,0 +1,162 @@
+"""The results of the network verbs and the picture's snapshot, shared by every backend.
+
+They live below all backends, so `sim`, `netns`, `kind`, `kube` and a lab server's client name the same types.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Hop:
+    """One place a packet passed: a node's netfilter, a route, or the app that answered."""
+
+    where: str
+    what: str
+    rules: list = field(default_factory=list)
+    rewrites: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        """The hop as a few lines of text."""
+        lines = [f"{self.where}: {self.what}"]
+        for hit in self.rules:
+            lines.append(f"    [{hit.table}/{hit.chain}] {hit.rule}" + (f"  => {hit.action}" if hit.action else ""))
+        for rw in self.rewrites:
+            lines.append(f"    {rw}")
+        return "\n".join(lines)
+
+
+@dataclass
+class CurlResult:
+    """What one request got: HTTP status and body, which pod answered, and the client IP that pod saw.
+
+    Connection refused and timeouts are results: `status` is None and `error` says what happened."""
+
+    url: str
+    source: str
+    status: int | None = None
+    body: str = ""
+    pod: str | None = None
+    namespace: str | None = None
+    node: str | None = None
+    client_ip: str | None = None
+    client_port: int | None = None
+    error: str | None = None
+    exit_code: int = 0
+    hops: list[Hop] = field(default_factory=list)
+    endpoint: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether an HTTP answer came back."""
+        return self.status is not None
+
+    @property
+    def refused(self) -> bool:
+        """Whether the connection was refused."""
+        return self.exit_code == 7
+
+    @property
+    def timed_out(self) -> bool:
+        """Whether the connection timed out (dropped)."""
+        return self.exit_code == 28
+
+    @property
+    def text(self) -> str:
+        """What curl prints: the body, or curl's error line."""
+        return self.body if self.ok else self.error or ""
+
+    def __repr__(self) -> str:
+        if self.ok:
+            return (f"<CurlResult {self.status} from pod {self.pod!r} on {self.node!r}, "
+                    f"client_ip={self.client_ip!r}>")
+        return f"<CurlResult error: {self.error}>"
+
+    def _repr_html_(self) -> str:
+        head = (f"<b>{self.status}</b> from pod <code>{html.escape(self.pod or '')}</code> on "
+                f"<code>{html.escape(self.node or '')}</code>; the app saw client <code>{self.client_ip}</code>"
+                if self.ok else f"<b style='color:#b00'>{html.escape(self.error or '')}</b>")
+        return f"<div>{head}<pre>{html.escape(self.body[:2000])}</pre></div>"
+
+
+@dataclass
+class Trace:
+    """The story of one new connection: every hop, every rule that matched, every NAT rewrite."""
+
+    url: str
+    source: str
+    result: CurlResult
+
+    @property
+    def hops(self) -> list[Hop]:
+        """The hops in order."""
+        return self.result.hops
+
+    @property
+    def rewrites(self) -> list[str]:
+        """Every NAT rewrite along the way."""
+        return [rw for hop in self.hops for rw in hop.rewrites]
+
+    @property
+    def rules(self) -> list:
+        """Every rule that matched, in order."""
+        return [hit for hop in self.hops for hit in hop.rules]
+
+    def text(self) -> str:
+        """The whole trace as text."""
+        end = (f"=> answered by {self.result.namespace}/{self.result.pod} (saw client {self.result.client_ip})"
+               if self.result.ok else f"=> {self.result.error}")
+        return "\n".join([f"trace {self.url} from {self.source}", *(h.text() for h in self.hops), end])
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.text())}</pre>"
+
+
+
+@dataclass
+class NslookupAnswer:
+    """What `nslookup <name>` shows: the addresses found, the rcode, and the text exactly as printed."""
+
+    addresses: list[str]
+    rcode: str
+    text: str
+    name: str = ""
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(self.text)
+
+
+
+@dataclass(frozen=True)
+class ProxyStatus:
+    """What the picture shows of one node's kube-proxy: its mode, whether it runs, its rule count, a pending sync."""
+
+    mode: str
+    running: bool
+    rules: int | None = None
+    pending: bool = False
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """A read-only copy of what the picture draws, taken at one moment."""
+
+    nodes: list[dict]
+    pods: list[dict]
+    services: list[dict]
+    endpointslices: list[dict]
+    workloads: list[dict]
+    proxies: dict[str, ProxyStatus]
+
+
+__all__ = ["Hop", "CurlResult", "Trace", "NslookupAnswer", "ProxyStatus", "ClusterSnapshot"]
