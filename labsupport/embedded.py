@@ -11,10 +11,12 @@ from typing import Any, Callable
 import yaml
 
 from labsupport.control.cluster import Cluster, ClusterConfig, ZONES
+from labsupport.dataplane.network import CLIENT_IP
 from labsupport.control.store import clone
 from labsupport.errors import BadRequest, LabError, NotFound
 from labsupport.model.kinds import by_kind, resolve
 from labsupport.proxy.daemon import KubeProxyDaemons
+from labsupport.results import ClusterSnapshot
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
@@ -80,6 +82,7 @@ class EmbeddedBackend:
             self.network = SimNetwork(self.cluster, self.proxies, seed=seed)
         self.cluster.network = self.network
         self.kernel = kernel
+        self.name = "netns" if kernel else "sim"
         self._apiserver = None
 
     # --- objects -------------------------------------------------------------------------------------------
@@ -276,6 +279,30 @@ class EmbeddedBackend:
         """A watch-traffic meter."""
         n = watchers if watchers is not None else self.cluster.store.count("Node")
         return self.cluster.store.meter(kinds, n)
+
+    def client_ip(self) -> str:
+        """The outside client's address on the node network."""
+        return CLIENT_IP
+
+    # --- the picture ---------------------------------------------------------------------------------------
+    def snapshot(self, *, rule_counts: bool = True) -> ClusterSnapshot:
+        """Objects and each node's kube-proxy status, read under the cluster's lock."""
+        with self.cluster.lock:
+            store = self.cluster.store
+            workloads = store.list("Deployment") + store.list("StatefulSet")
+            return ClusterSnapshot(nodes=store.list("Node"), pods=store.list("Pod"), services=store.list("Service"),
+                                   endpointslices=store.list("EndpointSlice"), workloads=workloads,
+                                   proxies=self.proxies.status(rule_counts=rule_counts))
+
+    def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call `callback(kind)` after every write to the store."""
+        return self.cluster.store.subscribe(lambda event: callback(event.kind))
+
+    def sync_proxies(self) -> None:
+        """Let every running kube-proxy with pending changes sync now."""
+        with self.cluster.lock:
+            if self.proxies.dirty:
+                self.proxies.sync_all()
 
     def summary_html(self) -> str:
         """A short HTML card for the Lab's repr."""

@@ -177,6 +177,11 @@ class Lab:
         """The backend object behind the verbs."""
         return self._backend
 
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` has run."""
+        return self._closed
+
     def close(self) -> None:
         """Stop the cluster's servers and remove what it created."""
         if not self._closed:

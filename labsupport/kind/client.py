@@ -26,8 +26,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from labsupport.apps import ExecResult
-from labsupport.results import NslookupAnswer
-from labsupport.results import CurlResult, Hop, Trace
+from labsupport.results import ClusterSnapshot, CurlResult, Hop, NslookupAnswer, ProxyStatus, Trace
 from labsupport.embedded import LAST_APPLIED, merge_for_apply
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, Conflict, NotFound, from_status
 from labsupport.kind import parse
@@ -754,6 +753,31 @@ class KubeBackend:
         """Watch-traffic metering needs the embedded control plane."""
         raise BackendUnavailable(f"lab.meter counts the embedded store's watch traffic; the {self.name} backend "
                                  "has no embedded control plane — use the sim backend for it")
+
+    def client_ip(self) -> str:
+        """Requests from "client" run in a throwaway pod here, so the client is in the cluster."""
+        return "(a pod in the cluster)"
+
+    # --- the picture ---------------------------------------------------------------------------------------
+    def snapshot(self, *, rule_counts: bool = True) -> ClusterSnapshot:
+        """The lab's namespace as the API shows it; nodes when this account may list them."""
+        try:
+            nodes = self.list("nodes", None, None)
+        except APIError:
+            nodes = []
+        ns = self.namespace
+        mode = self.proxy_mode()
+        return ClusterSnapshot(nodes=nodes, pods=self.list("pods", ns, None), services=self.list("services", ns, None),
+                               endpointslices=self.list("endpointslices", ns, None),
+                               workloads=self.list("deployments", ns, None) + self.list("statefulsets", ns, None),
+                               proxies={n["metadata"]["name"]: ProxyStatus(mode=mode, running=True) for n in nodes})
+
+    def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """No push from a real cluster here: the picture redraws after each cell instead."""
+        return lambda: None
+
+    def sync_proxies(self) -> None:
+        """A real kube-proxy syncs on its own."""
 
     def summary_html(self) -> str:
         """A short HTML card for the Lab's repr."""

@@ -218,6 +218,10 @@ class KindBackend(KubeBackend):
         if not created and self.proxy_mode() != proxy_mode:
             self.set_proxy_mode(proxy_mode)
 
+    def client_ip(self) -> str:
+        """The client container's address on the kind network."""
+        return self.kind_cluster.client_ip() or "(the client container)"
+
     # --- nodes --------------------------------------------------------------------------------------------------
     def _node_objects(self) -> list[dict]:
         return self.list("nodes", None, None)

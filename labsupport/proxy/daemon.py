@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable
 import yaml
 
 from labsupport.proxy.agent import KubeProxy
+from labsupport.results import ProxyStatus
 
 if TYPE_CHECKING:
     from labsupport.control.cluster import Cluster
@@ -50,6 +51,7 @@ class KubeProxyDaemons:
         self.dirty: set[str] = set()
         self.listeners: list[Callable[[str, KubeProxy, object], None]] = []
         self.syncs = 0
+        self._counts: dict[str, tuple[str, int]] = {}
         cluster.store.subscribe(self._on_event)
         for pod in cluster.store.list("Pod", "kube-system"):
             self._pod_changed(pod)
@@ -143,6 +145,23 @@ class KubeProxyDaemons:
         if agent is None:
             raise KeyError(f"no kube-proxy has ever run on node {node_name!r}")
         return agent
+
+    def status(self, *, rule_counts: bool = True) -> dict[str, ProxyStatus]:
+        """What the picture shows of every node's kube-proxy. No sync is forced: the count is the last one the
+        agent wrote (a real node lags a little behind the API) and `pending` says a sync is due."""
+        return {name: ProxyStatus(mode=agent.mode, running=bool(self.running.get(name)),
+                                  rules=self._rule_count(name, agent) if rule_counts else None,
+                                  pending=name in self.dirty)
+                for name, agent in list(self.agents.items())}
+
+    def _rule_count(self, node_name: str, agent: KubeProxy) -> int:
+        """The agent's rule count, computed once per rule text it wrote."""
+        rules = agent.rules
+        cached = self._counts.get(node_name)
+        if cached is None or cached[0] is not rules:
+            cached = (rules, agent.rule_count)
+            self._counts[node_name] = cached
+        return cached[1]
 
     def rules(self, node_name: str) -> str:
         """The node's current rule text in its mode."""

@@ -265,13 +265,8 @@ class ClusterGraph(LiveView):
         services = [f"{s['metadata']['namespace']}/{s['metadata']['name']}" for s in objects["services"]
                     if (wanted is None or s["metadata"].get("namespace") in wanted)
                     and s["metadata"]["name"] != "kubernetes"]
-        cluster = getattr(self.lab.backend, "cluster", None)
-        if cluster is not None:
-            store = cluster.store
-            workloads = [f"{k.lower()}/{o['metadata']['name']}" for k in ("Deployment", "StatefulSet")
-                         for o in store.list(k) if wanted is None or o["metadata"].get("namespace") in wanted]
-        else:
-            workloads = [f"deployment/{o['metadata']['name']}" for o in self.lab.get("deployments")]
+        workloads = [f"{o['kind'].lower()}/{o['metadata']['name']}" for o in objects["workloads"]
+                     if wanted is None or o["metadata"].get("namespace") in wanted]
         self._muted = True
         try:
             _set_options(self.pod, pods)

@@ -111,11 +111,7 @@ def spread(lab: Any, url: str, source: str = "client", requests: int = 60, by: s
 
 def client_address(lab: Any) -> str:
     """The address requests with `source="client"` come from (a machine next to the nodes, outside the cluster)."""
-    known = getattr(lab.backend, "client_ip", None)
-    if isinstance(known, str):
-        return known
-    from labsupport.dataplane.network import CLIENT_IP
-    return CLIENT_IP
+    return lab.backend.client_ip()
 
 
 def ready_count(lab: Any, service: str, namespace: str = "default") -> int:

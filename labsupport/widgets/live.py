@@ -7,6 +7,7 @@ widget closes, so HTML exports and nbgrader feedback (which prefer a live widget
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from typing import Any, Callable
@@ -27,42 +28,11 @@ def _ipython():
 
 
 def read_cluster(lab: Any, *, rule_counts: bool = True) -> dict:
-    """Nodes, pods, Services, EndpointSlices and each node's kube-proxy state, read from the lab."""
-    cluster = getattr(lab.backend, "cluster", None)
-    if cluster is not None:
-        store = cluster.store
-        objects = {"nodes": store.list("Node"), "pods": store.list("Pod"), "services": store.list("Service"),
-                   "slices": store.list("EndpointSlice")}
-        proxies = {}
-        daemons = getattr(lab.backend, "proxies", None)
-        if daemons is not None:
-            for name, agent in list(daemons.agents.items()):
-                # No sync is forced here: the count is the last one kube-proxy wrote (as a real node lags a
-                # little behind the API), and the picture says when a sync is pending.
-                proxies[name] = {"mode": agent.mode, "running": bool(daemons.running.get(name)),
-                                 "rules": _rule_count(agent) if rule_counts else None,
-                                 "pending": name in daemons.dirty}
-        objects["proxies"] = proxies
-        return objects
-    objects = {"nodes": lab.get("nodes", namespace=None), "pods": lab.get("pods", namespace=None),
-               "services": lab.get("services", namespace=None), "slices": lab.get("endpointslices", namespace=None)}
-    mode = lab.proxy_mode
-    objects["proxies"] = {n["metadata"]["name"]: {"mode": mode, "running": True, "rules": None}
-                          for n in objects["nodes"]}
-    return objects
-
-
-_COUNTS: dict[int, tuple[str, int]] = {}
-
-
-def _rule_count(agent: Any) -> int:
-    """The agent's rule count, computed once per rule text it wrote."""
-    rules = agent.rules
-    cached = _COUNTS.get(id(agent))
-    if cached is None or cached[0] is not rules:
-        cached = (rules, agent.rule_count)
-        _COUNTS[id(agent)] = cached
-    return cached[1]
+    """Nodes, pods, Services, EndpointSlices, workloads and each node's kube-proxy state, from the backend's snapshot."""
+    snap = lab.backend.snapshot(rule_counts=rule_counts)
+    return {"nodes": snap.nodes, "pods": snap.pods, "services": snap.services, "slices": snap.endpointslices,
+            "workloads": snap.workloads, "proxies": {name: dataclasses.asdict(status)
+                                                     for name, status in snap.proxies.items()}}
 
 
 class LiveView(widgets.VBox):
@@ -87,9 +57,7 @@ class LiveView(widgets.VBox):
         self._hooked = False
         register(self)
         if live:
-            cluster = getattr(getattr(lab, "backend", None), "cluster", None)
-            if cluster is not None:
-                self._unsubscribe = cluster.store.subscribe(self._on_event)
+            self._unsubscribe = lab.backend.subscribe(self._on_change)
             shell = _ipython()
             if shell is not None:
                 shell.events.register("post_execute", self._after_cell)
@@ -105,8 +73,8 @@ class LiveView(widgets.VBox):
         raise NotImplementedError
 
     # --- updates -------------------------------------------------------------------------------------------
-    def _on_event(self, event: Any) -> None:
-        if event.kind not in self.watched_kinds:
+    def _on_change(self, kind: str) -> None:
+        if kind not in self.watched_kinds:
             return
         self._version += 1
         with self._timer_lock:
@@ -127,18 +95,13 @@ class LiveView(widgets.VBox):
             self._report(f"redraw failed: {exc}")
 
     def _closed_lab(self) -> bool:
-        return bool(getattr(self.lab, "_closed", False))
+        return self.lab.closed
 
     def refresh(self) -> float:
-        """Redraw now (under the cluster's lock); returns how long it took, in seconds."""
+        """Redraw now from a snapshot of the cluster; returns how long it took, in seconds."""
         start = time.perf_counter()
         version = self._version
-        cluster = getattr(getattr(self.lab, "backend", None), "cluster", None)
-        if cluster is not None:
-            with cluster.lock:
-                self.draw()
-        else:
-            self.draw()
+        self.draw()
         self._drawn = version
         self.last_update_seconds = time.perf_counter() - start
         return self.last_update_seconds
@@ -155,11 +118,7 @@ class LiveView(widgets.VBox):
         """Let every running kube-proxy catch up with the cluster, as a real one does within its sync period.
 
         Kept out of `refresh()`: it is the cluster's work, not the picture's."""
-        daemons = getattr(getattr(self.lab, "backend", None), "proxies", None)
-        cluster = getattr(getattr(self.lab, "backend", None), "cluster", None)
-        if daemons is not None and cluster is not None and daemons.dirty:
-            with cluster.lock:
-                daemons.sync_all()
+        self.lab.backend.sync_proxies()
 
     def _after_cell(self, *args: Any) -> None:
         if self._closed_lab():
