@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pyroute2 import NetNS  # noqa: E402
 
-from labsupport.dataplane.kernel_ns import (add_bridge, add_veth, configure, create_namespace, inside,  # noqa: E402
+from labsupport.netns.namespaces import (add_bridge, add_veth, configure, create_namespace, inside,  # noqa: E402
                                             new_run_id, ns_name, release_run_id, remove_namespace, run_in,
                                             set_sysctls)
 from labsupport.proxy import KubeProxy  # noqa: E402

@@ -4,11 +4,12 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from labsupport.backend import Backend
 from labsupport.errors import BackendUnavailable, BadRequest, LabError, NotFound
 from labsupport.manifests import load_manifests
+from labsupport.shape import PROXY_MODES
 
 BACKENDS = ("sim", "netns", "kind", "kube")
-PROXY_MODES = ("iptables", "ipvs", "nftables")
 
 
 class Lab:
@@ -34,11 +35,13 @@ class Lab:
         self.seed = seed
         self.namespace = namespace or "default"
         if backend in ("sim", "netns"):
-            from labsupport.embedded import EmbeddedBackend
-            self._backend = EmbeddedBackend(kernel=(backend == "netns"), seed=seed, proxy_mode=proxy_mode,
-                                            workers=workers, zones=zones,
-                                            max_endpoints_per_slice=max_endpoints_per_slice,
-                                            record_events=record_events, **options)
+            if backend == "sim":
+                from labsupport.sim.backend import EmbeddedBackend as embedded
+            else:
+                from labsupport.netns.backend import NetnsBackend as embedded
+            self._backend: Backend = embedded(seed=seed, proxy_mode=proxy_mode, workers=workers, zones=zones,
+                                              max_endpoints_per_slice=max_endpoints_per_slice,
+                                              record_events=record_events, **options)
         else:
             from labsupport.kind.backend import make_backend
             self._backend = make_backend(backend, proxy_mode=proxy_mode, kubeconfig=kubeconfig,

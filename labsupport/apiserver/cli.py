@@ -112,7 +112,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 def serve(seed: int = 0, port: int = 0, proxy_mode: str = "iptables") -> int:
     """Run the standalone cluster in this process until SIGTERM/SIGINT; writes and removes the state file."""
     from labsupport.apiserver import APIServer
-    from labsupport.embedded import EmbeddedBackend
+    from labsupport.sim.backend import EmbeddedBackend
     directory = state_dir()
     os.makedirs(directory, mode=0o700, exist_ok=True)
     backend = EmbeddedBackend(seed=seed, proxy_mode=proxy_mode)

@@ -2,20 +2,21 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import yaml
 
 from labsupport.control.version import K8S_VERSION
+from labsupport.shape import DNS_IP, node_plan
 
 if TYPE_CHECKING:
-    from labsupport.control.cluster import Cluster
+    from labsupport.control.context import ControllerContext
+    from labsupport.control.kubelet import Kubelet
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
 COREDNS_IMAGE = "registry.k8s.io/coredns/coredns:v1.12.1"
 KUBE_PROXY_IMAGE = f"registry.k8s.io/kube-proxy:{K8S_VERSION}"
-DNS_IP = "10.96.0.10"
 
 COREFILE = """.:53 {
     errors
@@ -65,7 +66,7 @@ def kube_proxy_configuration(mode: str, cluster_cidr: str) -> dict:
     }
 
 
-def node_object(cluster: "Cluster", name: str, ip: str, pod_cidr: str, zone: str, control_plane: bool) -> dict:
+def node_object(cluster: "ControllerContext", name: str, ip: str, pod_cidr: str, zone: str, control_plane: bool) -> dict:
     """A Node as kind registers it."""
     labels = {"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
               "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", ZONE_LABEL: zone,
@@ -107,37 +108,17 @@ def node_object(cluster: "Cluster", name: str, ip: str, pod_cidr: str, zone: str
     return node
 
 
-def node_plan(cluster: "Cluster") -> list[tuple[str, str, str, str, bool]]:
-    """(name, IP, pod CIDR, zone, is control plane) for every node, kind-style."""
-    cfg = cluster.config
-    net = ipaddress.ip_network(cfg.node_network)
-    pods = ipaddress.ip_network(cfg.pod_cidr)
-    subnets = pods.subnets(new_prefix=24)
-    plan = []
-    host = 2
-    if cfg.control_plane:
-        plan.append((f"{cfg.name}-control-plane", str(net.network_address + host), str(next(subnets)), cfg.zones[0],
-                     True))
-        host += 1
-    else:
-        next(subnets)
-    for i in range(cfg.workers):
-        name = f"{cfg.name}-worker" + (str(i + 1) if i else "")
-        plan.append((name, str(net.network_address + host + i), str(next(subnets)), cfg.zones[i % len(cfg.zones)],
-                     False))
-    return plan
-
-
-def bootstrap(cluster: "Cluster") -> None:
+def bootstrap(cluster: "ControllerContext", kubelet: "Kubelet", *, settle: Callable[[], None],
+              advance: Callable[[float], None]) -> None:
     """Create the objects every fresh cluster has, then let the system pods come up."""
     store = cluster.store
     for ns in ("default", "kube-node-lease", "kube-public", "kube-system"):
         store.create({"apiVersion": "v1", "kind": "Namespace",
                       "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}},
                       "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
-    for name, ip, cidr, zone, cp in node_plan(cluster):
+    for name, ip, cidr, zone, cp in node_plan(cluster.config):
         node = store.create(node_object(cluster, name, ip, cidr, zone, cp))
-        cluster.kubelet.add_node(node)
+        kubelet.add_node(node)
     cp_ip = cluster.node_ip(store.list("Node")[0])
     cluster.create({"apiVersion": "v1", "kind": "Service",
                     "metadata": {"name": "kubernetes", "namespace": "default",
@@ -158,7 +139,7 @@ def bootstrap(cluster: "Cluster") -> None:
                   "subsets": [{"addresses": [{"ip": cp_ip}], "ports": [{"name": "https", "port": 6443,
                                                                          "protocol": "TCP"}]}]})
     if not cluster.config.system_pods:
-        cluster.settle()
+        settle()
         return
     tolerations = [{"key": "CriticalAddonsOnly", "operator": "Exists"},
                    {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]
@@ -242,7 +223,7 @@ def bootstrap(cluster: "Cluster") -> None:
                                  "priorityClassName": "system-node-critical",
                                  "tolerations": [{"operator": "Exists", "effect": "NoExecute"}],
                                  "containers": [{"name": component, "image": image}]}})
-    cluster.advance(5)
+    advance(5)
 
 
 KUBE_PROXY_KUBECONFIG = """apiVersion: v1

@@ -8,11 +8,11 @@ from __future__ import annotations
 import ipaddress
 import random
 import threading
-from dataclasses import dataclass, field
 from typing import Any
 
 from labsupport.control.allocators import ServiceAllocator
 from labsupport.control.clock import VirtualClock, rfc3339
+from labsupport.control.context import ControllerContext, PodNetwork, Prober
 from labsupport.control.endpoints import EndpointsController, EndpointSliceController, ServiceSelectors
 from labsupport.control.kubelet import Kubelet
 from labsupport.control.scheduler import Scheduler
@@ -24,31 +24,7 @@ from labsupport.model.defaults import apply_defaults
 from labsupport.model.kinds import by_kind, resolve
 from labsupport.model.selectors import matches_fields, parse_field_selector, to_selector
 from labsupport.model.validation import validate
-
-ZONES = ("ru-central1-a", "ru-central1-b", "ru-central1-d")
-
-
-@dataclass
-class ClusterConfig:
-    """The shape of an embedded cluster. The defaults mirror the lesson and kind."""
-
-    name: str = "lab"
-    workers: int = 3
-    zones: tuple[str, ...] = ZONES
-    control_plane: bool = True
-    node_network: str = "172.18.0.0/16"
-    pod_cidr: str = "10.244.0.0/16"
-    service_cidr: str = "10.96.0.0/12"
-    node_port_range: tuple[int, int] = (30000, 32767)
-    domain: str = "cluster.local"
-    proxy_mode: str = "iptables"
-    max_pods: int = 110
-    max_endpoints_per_slice: int = 100
-    lb_pool: tuple[str, str] = ("172.18.255.200", "172.18.255.250")
-    record_events: bool = True
-    system_pods: bool = True
-    extra_node_labels: dict[str, dict[str, str]] = field(default_factory=dict)
-
+from labsupport.shape import ZONES, ClusterConfig
 
 class Cluster:
     """An embedded Kubernetes control plane on a virtual clock. Thread-safe through `lock`."""
@@ -62,22 +38,28 @@ class Cluster:
         self.lock = threading.RLock()
         self.allocator = ServiceAllocator(self.config.service_cidr, self.config.node_port_range,
                                           rng=random.Random(seed * 7919 + 2))
-        self.network: Any = None
         self._event_seq = 0
-        self.owned = OwnedPods(self)
-        self.scheduler = Scheduler(self)
-        self.kubelet = Kubelet(self)
+        #: What controllers may use of this cluster; the backend wires the network and prober into it.
+        self.context = ControllerContext(
+            config=self.config, store=self.store, clock=self.clock, rng=self.rng, create=self.create,
+            delete=self.delete, bind=self.bind, create_pod_from_template=self.create_pod_from_template,
+            finalize_pod=self.finalize_pod, record_event=self.record_event, node_ip=self.node_ip,
+            pod_env=self.pod_env)
+        ctx = self.context
+        self.owned = OwnedPods(ctx)
+        self.scheduler = Scheduler(ctx)
+        self.kubelet = Kubelet(ctx)
         selectors = ServiceSelectors(self.store)
         self.controllers = [
             self.scheduler,
-            DeploymentController(self),
-            ReplicaSetController(self, self.owned),
-            StatefulSetController(self, self.owned),
-            DaemonSetController(self, self.owned),
-            GarbageCollector(self),
+            DeploymentController(ctx, self.owned),
+            ReplicaSetController(ctx, self.owned),
+            StatefulSetController(ctx, self.owned),
+            DaemonSetController(ctx, self.owned),
+            GarbageCollector(ctx),
             self.kubelet,
-            EndpointSliceController(self, selectors, self.config.max_endpoints_per_slice),
-            EndpointsController(self, selectors),
+            EndpointSliceController(ctx, selectors, self.config.max_endpoints_per_slice),
+            EndpointsController(ctx, selectors),
         ]
         self._lb_next = 0
         self._bootstrap()
@@ -285,7 +267,7 @@ class Cluster:
 
     def pod_env(self, pod: dict) -> "PodEnv":
         """What a pod's processes can reach: the clock, cluster DNS and the network."""
-        return PodEnv(self, pod["metadata"]["namespace"], pod["metadata"]["name"])
+        return PodEnv(self.context, pod["metadata"]["namespace"], pod["metadata"]["name"])
 
     def lb_address(self) -> str:
         """The next free address of the LoadBalancer pool (MetalLB-style)."""
@@ -380,29 +362,40 @@ class Cluster:
 
     def _bootstrap(self) -> None:
         from labsupport.control.bootstrap import bootstrap
-        bootstrap(self)
+        bootstrap(self.context, self.kubelet, settle=self.settle, advance=self.advance)
+
+    def connect_data_plane(self, network: PodNetwork, prober: Prober | None = None) -> None:
+        """Wire in the network a pod's processes use and, for a real data plane, its prober (the backend does
+        this once, after building the data plane over this cluster)."""
+        self.context.network = network
+        self.context.prober = prober
+
+    @property
+    def network(self) -> PodNetwork | None:
+        """The network pods use, once the backend has wired it in."""
+        return self.context.network
 
 
 class PodEnv:
     """The world as one pod sees it: the cluster clock, cluster DNS (with its resolv.conf) and the network."""
 
-    def __init__(self, cluster: Cluster, namespace: str, name: str):
-        self.cluster = cluster
+    def __init__(self, context: ControllerContext, namespace: str, name: str):
+        self.context = context
         self.namespace = namespace
         self.name = name
 
     def now(self) -> float:
         """The cluster's virtual time."""
-        return self.cluster.clock.now
+        return self.context.clock.now
 
     def nslookup(self, name: str):
         """Resolve a name as `nslookup` in this pod would."""
-        if self.cluster.network is None:
+        if self.context.network is None:
             raise RuntimeError("this cluster has no network attached")
-        return self.cluster.network.nslookup(name, pod=f"{self.namespace}/{self.name}")
+        return self.context.network.nslookup(name, pod=f"{self.namespace}/{self.name}")
 
     def fetch(self, url: str):
         """Fetch a URL from this pod (curl / wget)."""
-        if self.cluster.network is None:
+        if self.context.network is None:
             raise RuntimeError("this cluster has no network attached")
-        return self.cluster.network.curl(url, source=f"pod/{self.namespace}/{self.name}")
+        return self.context.network.curl(url, source=f"pod/{self.namespace}/{self.name}")

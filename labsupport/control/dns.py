@@ -9,6 +9,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 from labsupport.results import NslookupAnswer
+from labsupport.shape import DNS_IP
 
 DNS_VERSION = "1.1.0"
 DNS_VERSION_TTL = 28800
@@ -458,7 +459,7 @@ def _print_answer(reply: DNSReply, lines: list[str], addresses: list[str]) -> No
 
 
 def nslookup(name: str, *, lookup: Lookup, search: Iterable[str] = DEFAULT_SEARCH, ndots: int = 5,
-             server: str = "10.96.0.10") -> NslookupAnswer:
+             server: str = DNS_IP) -> NslookupAnswer:
     """Run BIND's `nslookup <name>` against the cluster DNS: A over the search path, then AAAA for the name found."""
     lines = [f"Server:\t\t{server}", f"Address:\t{server}#53", ""]
     addresses: list[str] = []

@@ -8,7 +8,7 @@ from labsupport.control.endpointslice import endpoints_for, reconcile
 from labsupport.control.store import clone
 
 if TYPE_CHECKING:
-    from labsupport.control.cluster import Cluster
+    from labsupport.control.context import ControllerContext
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
@@ -49,7 +49,7 @@ class ServiceSelectors:
 class _ServiceWatcher:
     """Marks a Service dirty when it, or a pod it selects (before or after the change), changes."""
 
-    def __init__(self, cluster: "Cluster", selectors: ServiceSelectors):
+    def __init__(self, cluster: "ControllerContext", selectors: ServiceSelectors):
         self.cluster = cluster
         self.store = cluster.store
         self.selectors = selectors
@@ -96,7 +96,7 @@ class _ServiceWatcher:
 class EndpointSliceController(_ServiceWatcher):
     """kube-controller-manager's EndpointSlice controller, around the pure `reconcile`."""
 
-    def __init__(self, cluster: "Cluster", selectors: ServiceSelectors, max_endpoints_per_slice: int = 100):
+    def __init__(self, cluster: "ControllerContext", selectors: ServiceSelectors, max_endpoints_per_slice: int = 100):
         super().__init__(cluster, selectors)
         self.max_endpoints_per_slice = max_endpoints_per_slice
         self.slices: dict[tuple[str, str], set[str]] = defaultdict(set)

@@ -11,7 +11,7 @@ from labsupport.control.store import clone
 from labsupport.control.version import K8S_VERSION
 
 if TYPE_CHECKING:
-    from labsupport.control.cluster import Cluster
+    from labsupport.control.context import ControllerContext
 
 STARTUP_SECONDS = (1.0, 2.0)
 #: What the kubelet's HTTP probes send as User-Agent (`kube-probe/<major>.<minor>`).
@@ -74,7 +74,7 @@ class PodRuntime:
 class Kubelet:
     """Runs the pods bound to the cluster's nodes (one object plays every node's kubelet)."""
 
-    def __init__(self, cluster: "Cluster"):
+    def __init__(self, cluster: "ControllerContext"):
         self.cluster = cluster
         self.ipam: dict[str, HostLocalIPAM] = {}
         self.pods: dict[str, PodRuntime] = {}
@@ -219,14 +219,11 @@ class Kubelet:
         rt.timers.append(self.cluster.clock.after(probe.get("periodSeconds", 10),
                                                   lambda: self._probe(uid, container, kind), kind))
 
-    #: A real data plane's prober: called first with (pod, rt, app, probe); an (ok, message) answer decides,
-    #: None falls through to the model.
-    probe_hook = None
-
     def run_probe(self, pod: dict, rt: PodRuntime, app: App, probe: dict) -> tuple[bool, str]:
         """Evaluate one probe against what the container really serves: (passed, the kubelet's message)."""
-        if self.probe_hook is not None:
-            verdict = self.probe_hook(pod, rt, app, probe)
+        if self.cluster.prober is not None:
+            # A real data plane probes for real; None falls through to the model.
+            verdict = self.cluster.prober.probe(pod, rt, app, probe)
             if verdict is not None:
                 return verdict
         if "exec" in probe:

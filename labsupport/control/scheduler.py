@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from labsupport.control.store import clone
 
 if TYPE_CHECKING:
-    from labsupport.control.cluster import Cluster
+    from labsupport.control.context import ControllerContext
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
@@ -33,7 +33,7 @@ class Scheduler:
     """Filters nodes (readiness, taints, nodeSelector, pod capacity) and scores them to spread replicas
     over nodes and zones, as the default scheduler's PodTopologySpread and balanced-allocation plugins do."""
 
-    def __init__(self, cluster: "Cluster"):
+    def __init__(self, cluster: "ControllerContext"):
         self.cluster = cluster
         self.pending: set[tuple[str, str]] = set()
         self.unschedulable: set[tuple[str, str]] = set()

@@ -10,7 +10,7 @@ from labsupport.control.scheduler import tolerates
 from labsupport.control.store import NAME_ALPHABET, clone
 
 if TYPE_CHECKING:
-    from labsupport.control.cluster import Cluster
+    from labsupport.control.context import ControllerContext
 
 HASH_LABEL = "pod-template-hash"
 REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
@@ -79,7 +79,7 @@ class Controller:
     kinds: tuple[str, ...] = ()
     owned: tuple[str, ...] = ()
 
-    def __init__(self, cluster: "Cluster"):
+    def __init__(self, cluster: "ControllerContext"):
         self.cluster = cluster
         self.store = cluster.store
         self.dirty: set[tuple[str, str]] = set()
@@ -111,7 +111,7 @@ class Controller:
 class OwnedPods:
     """An index of pods by controlling owner uid."""
 
-    def __init__(self, cluster: "Cluster"):
+    def __init__(self, cluster: "ControllerContext"):
         self.by_owner: dict[str, set[tuple[str, str]]] = defaultdict(set)
         cluster.store.subscribe(self._on_event)
         self.store = cluster.store
@@ -144,7 +144,7 @@ class ReplicaSetController(Controller):
     kinds = ("ReplicaSet",)
     owned = ("Pod",)
 
-    def __init__(self, cluster, pods: OwnedPods):
+    def __init__(self, cluster: "ControllerContext", pods: OwnedPods):
         super().__init__(cluster)
         self.pods = pods
 
@@ -193,6 +193,10 @@ class DeploymentController(Controller):
 
     kinds = ("Deployment",)
     owned = ("ReplicaSet",)
+
+    def __init__(self, cluster: "ControllerContext", pods: OwnedPods):
+        super().__init__(cluster)
+        self.pods = pods
 
     def owned_sets(self, dep: dict) -> list[dict]:
         """The ReplicaSets this Deployment controls, oldest first."""
@@ -243,7 +247,7 @@ class DeploymentController(Controller):
                      [self.store.find("ReplicaSet", namespace, rs["metadata"]["name"]) for rs in old_sets])
 
     def _old_pods_exist(self, old_sets: list[dict]) -> bool:
-        return any(self.cluster.owned.pods(rs["metadata"]["uid"]) for rs in old_sets)
+        return any(self.pods.pods(rs["metadata"]["uid"]) for rs in old_sets)
 
     def _roll(self, dep, new_rs, old_sets, want, surge, unavailable) -> None:
         active_old = [rs for rs in old_sets if rs["spec"].get("replicas", 0) > 0]
@@ -381,7 +385,7 @@ class StatefulSetController(Controller):
     kinds = ("StatefulSet",)
     owned = ("Pod",)
 
-    def __init__(self, cluster, pods: OwnedPods):
+    def __init__(self, cluster: "ControllerContext", pods: OwnedPods):
         super().__init__(cluster)
         self.pods = pods
 
@@ -458,7 +462,7 @@ class DaemonSetController(Controller):
     kinds = ("DaemonSet",)
     owned = ("Pod",)
 
-    def __init__(self, cluster, pods: OwnedPods):
+    def __init__(self, cluster: "ControllerContext", pods: OwnedPods):
         super().__init__(cluster)
         self.pods = pods
 
@@ -563,7 +567,7 @@ def _expression(expr: dict, value, present: bool) -> bool:
 class GarbageCollector:
     """Deletes objects whose owner is gone (background cascading deletion)."""
 
-    def __init__(self, cluster: "Cluster"):
+    def __init__(self, cluster: "ControllerContext"):
         self.cluster = cluster
         self.dependents: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
         self.gone: list[str] = []

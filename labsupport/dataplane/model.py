@@ -24,8 +24,8 @@ from labsupport.dataplane import netfilter as nf
 from labsupport.dataplane.netfilter import (ACCEPT, Context, FirstSeen, Hit, Packet, Program, RandomChoices,
                                             ScriptedChoices, State, describe, int_to_ip, ip_to_int, proto_name)
 from labsupport.errors import LabError
+from labsupport.shape import PROXY_MODES
 
-MODES = ("iptables", "nftables", "ipvs")
 MAX_PATHS = 100_000
 NEW = frozenset({"NEW"})
 NEW_DNAT = frozenset({"NEW", "DNAT"})
@@ -39,8 +39,8 @@ class UnknownMode(LabError):
 
 
 def _check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise UnknownMode(f"unknown proxy mode {mode!r}: use one of " + ", ".join(MODES))
+    if mode not in PROXY_MODES:
+        raise UnknownMode(f"unknown proxy mode {mode!r}: use one of " + ", ".join(PROXY_MODES))
     return mode
 
 

@@ -27,7 +27,7 @@ import yaml
 
 from labsupport.apps import ExecResult
 from labsupport.results import ClusterSnapshot, CurlResult, Hop, NslookupAnswer, ProxyStatus, Trace
-from labsupport.embedded import LAST_APPLIED, merge_for_apply
+from labsupport.sim.backend import LAST_APPLIED, merge_for_apply
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, Conflict, NotFound, from_status
 from labsupport.kind import parse
 from labsupport.kind.config import DNSUTILS_IMAGE

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from labsupport.shape import PROXY_MODES, ZONES, ClusterConfig
+
 PREFIX = "labsupport"
 DEFAULT_CLUSTER = PREFIX
 API_VERSION = "kind.x-k8s.io/v1alpha4"
@@ -28,10 +30,8 @@ KIND_RELEASE_FOR_IMAGE = (0, 33, 0)
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
-ZONES = ("ru-central1-a", "ru-central1-b", "ru-central1-d")
-PROXY_MODES = ("iptables", "ipvs", "nftables")
-POD_SUBNET = "10.244.0.0/16"
-SERVICE_SUBNET = "10.96.0.0/12"
+POD_SUBNET = ClusterConfig.pod_cidr
+SERVICE_SUBNET = ClusterConfig.service_cidr
 
 # NodePorts the lessons use, published on the host by the control-plane node so that macOS and Windows hosts
 # (where the node IPs are not reachable) can reach them at localhost:<port>.

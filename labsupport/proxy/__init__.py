@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-MODES = ("iptables", "nftables", "ipvs")
+from labsupport.proxy.agent import KubeProxy, ModeSwitch, SyncResult
+from labsupport.shape import PROXY_MODES
 
 
 def render(mode: str, services: Iterable[dict], endpointslices: Iterable[dict], node: dict,
@@ -19,11 +20,7 @@ def render(mode: str, services: Iterable[dict], endpointslices: Iterable[dict], 
     if mode == "ipvs":
         from labsupport.proxy.ipvs import render_ipvs
         return render_ipvs(services, endpointslices, node, config, nfacct=nfacct)
-    raise ValueError(f'unknown proxy mode "{mode}": use one of {", ".join(MODES)}')
+    raise ValueError(f'unknown proxy mode "{mode}": use one of {", ".join(PROXY_MODES)}')
 
 
-__all__ = ["render", "MODES"]
-
-from labsupport.proxy.agent import KubeProxy, ModeSwitch, SyncResult  # noqa: E402  (needs MODES above)
-
-__all__ += ["KubeProxy", "ModeSwitch", "SyncResult"]
+__all__ = ["render", "KubeProxy", "ModeSwitch", "SyncResult"]

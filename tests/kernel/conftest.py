@@ -13,7 +13,7 @@ TOOLS = ("nft", "iptables-restore", "conntrack", "curl")
 
 def own_leftovers() -> list[str]:
     """Namespaces, /etc/netns entries and root links this test process made and did not remove."""
-    from labsupport.dataplane.kernel_ns import ETC_NETNS, list_namespaces, root_links
+    from labsupport.netns.namespaces import ETC_NETNS, list_namespaces, root_links
     stem = f"lsk-{os.getpid()}-"
     found = [f"netns {n}" for n in list_namespaces(stem)]
     if os.path.isdir(ETC_NETNS):

@@ -1,8 +1,8 @@
 """The netns backend's pure helpers: they need no kernel and run everywhere."""
 from __future__ import annotations
 
-from labsupport.dataplane.kernel import _declared_chains, _with_deletions, parse_nslookup
-from labsupport.dataplane.kernel_ns import link_name, ns_name
+from labsupport.netns.network import _declared_chains, _with_deletions, parse_nslookup
+from labsupport.netns.namespaces import link_name, ns_name
 
 FOUND = """Server:\t\t10.96.0.10
 Address:\t10.96.0.10#53

@@ -65,7 +65,7 @@ def test_headless_nslookup_from_a_pod_returns_pod_ips(lab):
 
 def test_real_dig_in_a_pod_namespace_sees_the_cluster_dns(lab):
     network = lab._backend.network
-    from labsupport.dataplane.kernel_ns import run_in
+    from labsupport.netns.namespaces import run_in
     pod = sorted(lab.get("pods", selector="app=web"), key=lambda p: p["metadata"]["name"])[0]
     ns = network.origin(f"pod/{pod['metadata']['name']}").ns
     ip = lab.get("svc", "web")["spec"]["clusterIP"]

@@ -18,14 +18,13 @@ from labsupport.control import dns
 from labsupport.dataplane.model import NodeDatapath
 from labsupport.errors import BadRequest, NotFound
 from labsupport.results import CurlResult, Hop, Trace
+from labsupport.shape import CLIENT_IP, DNS_IP
 
 if TYPE_CHECKING:
     from labsupport.control.cluster import Cluster
     from labsupport.proxy.daemon import KubeProxyDaemons
 
-CLIENT_IP = "172.18.0.100"
 CONNECT_TIMEOUT_MS = 10_000
-DNS_IP = "10.96.0.10"
 
 
 def find_source(cluster: "Cluster", source: str) -> tuple[str, str | None, dict | None, str]:

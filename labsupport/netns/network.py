@@ -32,13 +32,13 @@ from urllib.parse import urlsplit
 
 from labsupport.control import dns
 from labsupport.control.kubelet import PROBE_USER_AGENT
-from labsupport.dataplane.kernel_ns import (KernelError, add_bridge, add_veth, blackhole_default, configure,
+from labsupport.netns.namespaces import (KernelError, add_bridge, add_veth, blackhole_default, configure,
                                             create_namespace, inside, link_name, list_namespaces, new_run_id,
                                             ns_name, release_run_id, remove_namespace, replace_route, route_via,
                                             run_in, set_sysctls, write_etc)
-from labsupport.dataplane.kernel_ns import clean as clean_namespaces
-from labsupport.dataplane.kernel_servers import TAG_HEADER, Answer, Answered, Listener, Servers
-from labsupport.dataplane.network import CLIENT_IP, DNS_IP, find_source
+from labsupport.netns.namespaces import clean as clean_namespaces
+from labsupport.netns.servers import TAG_HEADER, Answer, Answered, Listener, Servers
+from labsupport.sim.network import CLIENT_IP, DNS_IP, find_source
 from labsupport.results import CurlResult, Hop, Trace
 from labsupport.errors import BackendUnavailable, BadRequest, NotFound
 
@@ -306,7 +306,6 @@ class KernelNetwork:
             proxies.listeners.append(self._on_rules)
             for name, agent in proxies.agents.items():
                 self._on_rules(name, agent, None)
-            cluster.kubelet.probe_hook = self._probe
             for pod in cluster.store.list("Pod"):
                 self._pending[pod["metadata"]["uid"]] = pod
             self.refresh()
@@ -923,7 +922,7 @@ class KernelNetwork:
         return out
 
     # --- probes --------------------------------------------------------------------------------------------
-    def _probe(self, pod: dict, rt, app, probe: dict) -> tuple[bool, str] | None:
+    def probe(self, pod: dict, rt, app, probe: dict) -> tuple[bool, str] | None:
         """A real probe from the node's namespace: (passed, the kubelet's message), or None for the model."""
         if self._closed:
             return None
@@ -982,8 +981,6 @@ class KernelNetwork:
             self._unsubscribe()
         if self._on_rules in self.proxies.listeners:
             self.proxies.listeners.remove(self._on_rules)
-        if getattr(self.cluster.kubelet, "probe_hook", None) == self._probe:
-            self.cluster.kubelet.probe_hook = None
         self.servers.close()
         for name in list_namespaces(self.run + "-"):
             remove_namespace(name)

@@ -10,8 +10,9 @@ from typing import Any, Callable
 
 import yaml
 
-from labsupport.control.cluster import Cluster, ClusterConfig, ZONES
-from labsupport.dataplane.network import CLIENT_IP
+from labsupport.control.cluster import Cluster
+from labsupport.shape import CLIENT_IP, ZONES, ClusterConfig
+from labsupport.sim.network import SimNetwork
 from labsupport.control.store import clone
 from labsupport.errors import BadRequest, LabError, NotFound
 from labsupport.model.kinds import by_kind, resolve
@@ -56,9 +57,11 @@ def merge_for_apply(current: dict, manifest: dict) -> dict:
 
 
 class EmbeddedBackend:
-    """The embedded control plane with a data plane: modelled (`sim`) or a real kernel (`netns`)."""
+    """The embedded control plane with the modelled data plane (`sim`); `netns` swaps in a real kernel's."""
 
-    def __init__(self, *, kernel: bool = False, seed: int = 0, proxy_mode: str = "iptables", workers: int = 3,
+    name = "sim"
+
+    def __init__(self, *, seed: int = 0, proxy_mode: str = "iptables", workers: int = 3,
                  zones: tuple[str, ...] | None = None, max_endpoints_per_slice: int = 100, record_events: bool = True,
                  **options: Any):
         unknown = set(options) - {"control_plane", "node_labels", "max_pods", "name"}
@@ -69,21 +72,24 @@ class EmbeddedBackend:
                                control_plane=options.get("control_plane", True),
                                max_pods=options.get("max_pods", 110),
                                extra_node_labels=options.get("node_labels", {}))
-        if kernel:
-            from labsupport.dataplane.kernel import preflight
-            preflight(proxy_mode)
+        self.preflight(proxy_mode)
         self.cluster = Cluster(config, seed=seed)
         self.proxies = KubeProxyDaemons(self.cluster)
-        if kernel:
-            from labsupport.dataplane.kernel import KernelNetwork
-            self.network = KernelNetwork(self.cluster, self.proxies, seed=seed)
-        else:
-            from labsupport.dataplane.network import SimNetwork
-            self.network = SimNetwork(self.cluster, self.proxies, seed=seed)
-        self.cluster.network = self.network
-        self.kernel = kernel
-        self.name = "netns" if kernel else "sim"
+        self.network = self.make_network(seed)
+        self.cluster.connect_data_plane(self.network, prober=self.prober())
         self._apiserver = None
+
+    # --- the data plane (what `netns` replaces) ------------------------------------------------------------
+    def preflight(self, proxy_mode: str) -> None:
+        """Refuse to start when this machine cannot run the data plane (the model runs anywhere)."""
+
+    def make_network(self, seed: int) -> Any:
+        """The data plane: where connections go, decided by interpreting kube-proxy's rules."""
+        return SimNetwork(self.cluster, self.proxies, seed=seed)
+
+    def prober(self) -> Any:
+        """A prober that probes pods for real, or None to let the kubelet model answer."""
+        return None
 
     # --- objects -------------------------------------------------------------------------------------------
     def apply(self, obj: dict) -> dict:
@@ -312,7 +318,7 @@ class EmbeddedBackend:
                        f"<td>{html.escape(n['metadata']['labels'].get('topology.kubernetes.io/zone', ''))}</td>"
                        f"<td>{html.escape(n['spec'].get('podCIDR', ''))}</td></tr>" for n in nodes)
         mode = self.proxy_mode()
-        return (f"<div><b>Lab</b> — backend <code>{'netns' if self.kernel else 'sim'}</code>, kube-proxy mode "
+        return (f"<div><b>Lab</b> — backend <code>{self.name}</code>, kube-proxy mode "
                 f"<code>{mode}</code><table><tr><th>node</th><th>IP</th><th>zone</th><th>pod CIDR</th></tr>"
                 f"{rows}</table></div>")
 
