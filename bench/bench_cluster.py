@@ -18,7 +18,7 @@ from labsupport import Lab  # noqa: E402
 import json  # noqa: E402
 
 from labsupport.control.endpointslice import endpoints_for, reconcile  # noqa: E402
-from labsupport.control.store import clone  # noqa: E402
+from labsupport.model.objects import clone  # noqa: E402
 
 DEPLOYMENT = """
 apiVersion: apps/v1

@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
+import time
 
+from labsupport import standalone
 from labsupport.errors import LabError
+from labsupport.shape import PROXY_MODES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,8 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     doctor.set_defaults(func=_doctor)
     clean = sub.add_parser("clean", help="remove every namespace, link and cluster this project left behind")
     clean.set_defaults(func=_clean)
-    from labsupport.apiserver.cli import register
-    register(sub)
+    _register_cluster_commands(sub)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
@@ -25,6 +29,91 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _register_cluster_commands(subparsers: argparse._SubParsersAction) -> None:
+    """`up`, `down`, `status` and `kubectl`: the standalone embedded cluster."""
+    up = subparsers.add_parser("up", help="run a standalone embedded cluster with a Kubernetes API (background)")
+    up.add_argument("--seed", type=int, default=0, help="seed for names, IPs and timings (default 0)")
+    up.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    up.add_argument("--proxy-mode", default="iptables", choices=PROXY_MODES)
+    up.add_argument("--foreground", action="store_true", help="serve in this process until interrupted")
+    up.set_defaults(func=cmd_up)
+    down = subparsers.add_parser("down", help="stop the standalone cluster and delete the kind cluster(s) the lab made")
+    down.add_argument("--kind", metavar="NAME", default=None,
+                      help="delete only this kind cluster (default: every cluster named labsupport or labsupport-…)")
+    down.set_defaults(func=cmd_down)
+    status = subparsers.add_parser("status", help="is a standalone cluster running, and where")
+    status.set_defaults(func=cmd_status)
+    kubectl = subparsers.add_parser("kubectl", help="run kubectl against the standalone cluster",
+                                    prefix_chars="\0")
+    kubectl.add_argument("args", nargs=argparse.REMAINDER)
+    kubectl.set_defaults(func=cmd_kubectl)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    """`labsupport up`: start the standalone cluster (or report the one already running)."""
+    state = standalone.read_state()
+    if state:
+        _print_state(state, "already running")
+        return 0
+    if args.foreground:
+        return standalone.serve(args.seed, args.port, args.proxy_mode)
+    directory = standalone.state_dir()
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    log = open(os.path.join(directory, "apiserver.log"), "ab")
+    command = [sys.executable, "-m", "labsupport.cli", "up", "--foreground", "--seed", str(args.seed),
+               "--port", str(args.port), "--proxy-mode", args.proxy_mode]
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    log.close()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        state = standalone.read_state()
+        if state and state.get("pid") == proc.pid:
+            _print_state(state, "started")
+            return 0
+        if proc.poll() is not None:
+            raise LabError(f"the standalone cluster exited at start (code {proc.returncode}); "
+                           f"see {os.path.join(directory, 'apiserver.log')}")
+        time.sleep(0.1)
+    proc.terminate()
+    raise LabError("the standalone cluster did not come up within 60 s")
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    """`labsupport down`: stop the standalone cluster, and delete the kind cluster(s) the lab created."""
+    pid = standalone.stop()
+    print(f"stopped the standalone cluster (pid {pid})" if pid else "no standalone cluster is running")
+    from labsupport.kind.preflight import delete_cluster, lab_clusters
+    for name in ([args.kind] if getattr(args, "kind", None) else lab_clusters()):
+        for line in delete_cluster(name):
+            print(line)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """`labsupport status`: where the standalone cluster runs (exit 1 when none does)."""
+    state = standalone.read_state()
+    if not state:
+        print("no standalone cluster is running (start one with `labsupport up`)")
+        return 1
+    _print_state(state, "running")
+    return 0
+
+
+def cmd_kubectl(args: argparse.Namespace) -> int:
+    """`labsupport kubectl …`: the real kubectl against the standalone cluster."""
+    from labsupport.kubectl import find_kubectl
+    state = standalone.read_state()
+    if not state:
+        raise LabError("no standalone cluster is running: start one with `labsupport up`")
+    env = dict(os.environ, KUBECONFIG=state["kubeconfig"])
+    return subprocess.call([find_kubectl(), *args.args], env=env)
+
+
+def _print_state(state: dict, what: str) -> None:
+    print(f"labsupport cluster {what}: pid {state['pid']}, {state['url']}")
+    print(f"export KUBECONFIG={state['kubeconfig']}")
 
 
 def _doctor(args) -> int:

@@ -22,7 +22,7 @@ from labsupport.apiserver.schema import check_fields
 from labsupport.apiserver.watch import Watching
 from labsupport.apiserver.websocket import WebSocketClosed
 from labsupport.control.clock import rfc3339
-from labsupport.control.store import clone
+from labsupport.model.objects import clone
 from labsupport.errors import APIError, BadRequest, Conflict, MethodNotAllowed, NotFound
 from labsupport.model.selectors import parse_field_selector, to_selector
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labsupport.control.store import clone
+from labsupport.model.objects import clone
 from labsupport.errors import APIError, BadRequest
 
 #: List fields whose elements strategic merge patch matches by a key (upstream's patchMergeKey tags).

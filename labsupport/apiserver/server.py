@@ -27,7 +27,7 @@ from labsupport.apiserver.handler import RequestHandler
 from labsupport.apiserver.fields import FieldOwners
 from labsupport.apiserver.routes import IDLE_STEP
 from labsupport.control.clock import rfc3339
-from labsupport.control.store import clone
+from labsupport.model.objects import clone
 from labsupport.errors import BackendUnavailable
 
 

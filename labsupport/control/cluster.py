@@ -16,7 +16,8 @@ from labsupport.control.context import ControllerContext, PodNetwork, Prober
 from labsupport.control.endpoints import EndpointsController, EndpointSliceController, ServiceSelectors
 from labsupport.control.kubelet import Kubelet
 from labsupport.control.scheduler import Scheduler
-from labsupport.control.store import Store, clone
+from labsupport.control.store import Store
+from labsupport.model.objects import clone
 from labsupport.control.workloads import (DaemonSetController, DeploymentController, GarbageCollector, OwnedPods,
                                           ReplicaSetController, StatefulSetController)
 from labsupport.errors import AlreadyExists, BadRequest, NotFound

@@ -5,7 +5,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from labsupport.control.endpointslice import endpoints_for, reconcile
-from labsupport.control.store import clone
+from labsupport.model.objects import clone
 
 if TYPE_CHECKING:
     from labsupport.control.context import ControllerContext

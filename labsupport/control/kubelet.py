@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from labsupport.apps import App, ExecResult, app_for
 from labsupport.control.clock import Timer
-from labsupport.control.store import clone
+from labsupport.model.objects import clone
 from labsupport.control.version import K8S_VERSION
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from labsupport.control.store import clone
+from labsupport.model.objects import clone
 
 if TYPE_CHECKING:
     from labsupport.control.context import ControllerContext

@@ -7,7 +7,8 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from labsupport.control.scheduler import tolerates
-from labsupport.control.store import NAME_ALPHABET, clone
+from labsupport.control.store import NAME_ALPHABET
+from labsupport.model.objects import clone
 
 if TYPE_CHECKING:
     from labsupport.control.context import ControllerContext

@@ -27,7 +27,7 @@ import yaml
 
 from labsupport.apps import ExecResult
 from labsupport.results import ClusterSnapshot, CurlResult, Hop, NslookupAnswer, ProxyStatus, Trace
-from labsupport.sim.backend import LAST_APPLIED, merge_for_apply
+from labsupport.model.objects import LAST_APPLIED, merge_for_apply
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, Conflict, NotFound, from_status
 from labsupport.kind import parse
 from labsupport.kind.config import DNSUTILS_IMAGE
@@ -62,7 +62,7 @@ def _random_suffix(n: int = 5) -> str:
 def _standalone_kubeconfig() -> str | None:
     """The kubeconfig of a cluster `labsupport up` runs, if one runs."""
     try:
-        from labsupport.apiserver.cli import running_kubeconfig
+        from labsupport.standalone import running_kubeconfig
     except ImportError:
         return None
     return running_kubeconfig()

@@ -13,47 +13,13 @@ import yaml
 from labsupport.control.cluster import Cluster
 from labsupport.shape import CLIENT_IP, ZONES, ClusterConfig
 from labsupport.sim.network import SimNetwork
-from labsupport.control.store import clone
+from labsupport.model.objects import LAST_APPLIED, clone, merge_for_apply
 from labsupport.errors import BadRequest, LabError, NotFound
 from labsupport.model.kinds import by_kind, resolve
 from labsupport.proxy.daemon import KubeProxyDaemons
 from labsupport.results import ClusterSnapshot
 
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
-
-
-def merge_for_apply(current: dict, manifest: dict) -> dict:
-    """What `kubectl apply` of a whole manifest writes over an existing object: the manifest's fields, plus what
-    the server set and the manifest leaves out (clusterIP, allocated nodePorts, replicas set by `scale`)."""
-    new = clone(manifest)
-    meta = new.setdefault("metadata", {})
-    meta["resourceVersion"] = current["metadata"]["resourceVersion"]
-    kind = current["kind"]
-    spec, old_spec = new.setdefault("spec", {}), current.get("spec", {})
-    if kind == "Service":
-        for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "healthCheckNodePort"):
-            if key not in spec and key in old_spec:
-                if key == "healthCheckNodePort" and not (spec.get("type") == "LoadBalancer" and
-                                                         spec.get("externalTrafficPolicy") == "Local"):
-                    continue
-                spec[key] = old_spec[key]
-        if spec.get("type") in ("NodePort", "LoadBalancer"):
-            old_ports = old_spec.get("ports") or []
-            for port in spec.get("ports") or []:
-                if "nodePort" in port:
-                    continue
-                match = next((p for p in old_ports if p.get("nodePort") and (
-                    (port.get("name") and p.get("name") == port.get("name")) or
-                    (p.get("port") == port.get("port") and p.get("protocol", "TCP") == port.get("protocol", "TCP")))),
-                    None)
-                if match:
-                    port["nodePort"] = match["nodePort"]
-    if kind in ("Deployment", "StatefulSet", "ReplicaSet") and "replicas" not in spec and "replicas" in old_spec:
-        last = json.loads(current["metadata"].get("annotations", {}).get(LAST_APPLIED, "{}") or "{}")
-        if "replicas" not in last.get("spec", {}):
-            spec["replicas"] = old_spec["replicas"]
-    return new
 
 
 class EmbeddedBackend:

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import ipywidgets as widgets
 
-from labsupport.control.store import clone
+from labsupport.model.objects import clone
 from labsupport.widgets.live import LiveView, read_cluster
 from labsupport.widgets.present import type_scale
 from labsupport.widgets.scene import CLIENT, Layout, Step, build_model, render_svg, trace_steps

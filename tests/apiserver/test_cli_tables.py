@@ -70,7 +70,7 @@ def test_up_status_kubectl_down(tmp_path):
         nodes = cli("kubectl", "get", "nodes", "-o", "name")
         assert nodes.stdout.split() == ["node/lab-control-plane", "node/lab-worker", "node/lab-worker2",
                                         "node/lab-worker3"]
-        from labsupport.apiserver.cli import running_kubeconfig
+        from labsupport.standalone import running_kubeconfig
         old = os.environ.get("XDG_RUNTIME_DIR")
         os.environ["XDG_RUNTIME_DIR"] = str(tmp_path)
         try:
