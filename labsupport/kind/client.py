@@ -29,6 +29,7 @@ from labsupport.apps import ExecResult
 from labsupport.results import ClusterSnapshot, CurlResult, Hop, NslookupAnswer, ProxyStatus, Trace
 from labsupport.model.objects import LAST_APPLIED, merge_for_apply
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, Conflict, NotFound, from_status
+from labsupport import tool_output
 from labsupport.kind import parse
 from labsupport.kind.config import DNSUTILS_IMAGE
 from labsupport.kind.preflight import state_dir
@@ -562,9 +563,9 @@ class KubeBackend:
         if pod:
             ns, pname = self._pod_ref(pod)
             done = self.exec(pname, ["nslookup", name], ns, None)
-            return parse.parse_nslookup(done.stdout + done.stderr, name)
+            return tool_output.parse_nslookup(done.stdout + done.stderr, name)
         _, text = self._run_pod("dnsutils", DNSUTILS_IMAGE, ["nslookup", name])
-        return parse.parse_nslookup(text, name)
+        return tool_output.parse_nslookup(text, name)
 
     def _pod_ref(self, ref: str) -> tuple[str, str]:
         """(namespace, name) of "pod/<name>", "pod/<ns>/<name>" or a bare name."""
@@ -589,8 +590,8 @@ class KubeBackend:
         kind, _, rest = source.partition("/")
         if kind == "pod":
             ns, name = self._pod_ref(source)
-            done = self.exec(name, parse.curl_argv(target, headers=options.get("headers")), ns, None)
-            result = self._curl_result(url, source, parse.parse_curl(done.stdout, done.stderr, done.code))
+            done = self.exec(name, tool_output.curl_argv(target, headers=options.get("headers")), ns, None)
+            result = self._curl_result(url, source, tool_output.parse_curl(done.stdout, done.stderr, done.code))
             result.hops = [Hop(f"pod {ns}/{name}", f"curl {target} (kubectl exec)")]
             return result
         if kind == "node":
@@ -598,7 +599,7 @@ class KubeBackend:
         raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
                          "\"pod/<namespace>/<name>\"")
 
-    def _curl_result(self, url: str, source: str, out: parse.CurlOutput) -> CurlResult:
+    def _curl_result(self, url: str, source: str, out: tool_output.CurlOutput) -> CurlResult:
         result = CurlResult(url=url, source=source, status=out.status, body=out.body, error=out.error,
                             exit_code=out.exit_code)
         if out.status is None:

@@ -17,6 +17,7 @@ import yaml
 
 from labsupport.results import CurlResult, Hop, Trace
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, NotFound
+from labsupport import tool_output
 from labsupport.kind import parse
 from labsupport.kind.client import KubeBackend
 from labsupport.kind.config import (CLIENT_IMAGE, DEFAULT_CLUSTER, LESSON_IMAGES, NODE_IMAGE, NODE_PORTS, PREFIX,
@@ -288,7 +289,7 @@ class KindBackend(KubeBackend):
         result = self._node_run(name, ["conntrack", "-L"])
         if result.returncode not in (0, 1):
             raise BackendUnavailable(f"conntrack -L on node {name} failed: {result.stderr.strip()[:300]}")
-        return parse.conntrack_lines(result.stdout)
+        return tool_output.conntrack_lines(result.stdout)
 
     def node_routes(self, node: str | None = None) -> list[str]:
         """The node's IPv4 routes, read from its network namespace with pyroute2 (else `ip route` in it)."""
@@ -345,9 +346,9 @@ class KindBackend(KubeBackend):
         host = (parse_host(target) or "")
         return self._node_ips().get(host)
 
-    def _curl_raw(self, url: str, source: str, options: dict) -> tuple[CurlResult, parse.CurlOutput | None]:
+    def _curl_raw(self, url: str, source: str, options: dict) -> tuple[CurlResult, tool_output.CurlOutput | None]:
         target = url if "://" in url else f"http://{url}"
-        argv = parse.curl_argv(target, headers=options.get("headers"), timeout=float(options.get("timeout", 10)))
+        argv = tool_output.curl_argv(target, headers=options.get("headers"), timeout=float(options.get("timeout", 10)))
         kind, _, rest = source.partition("/")
         if source in ("client", "outside", "external"):
             done = self.kind_cluster.client_exec(argv)
@@ -364,7 +365,7 @@ class KindBackend(KubeBackend):
         else:
             raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
                              "\"pod/<namespace>/<name>\"")
-        out = parse.parse_curl(done.stdout, done.stderr, done.returncode)
+        out = tool_output.parse_curl(done.stdout, done.stderr, done.returncode)
         result = self._curl_result(url, source, out)
         result.hops = [Hop(where, f"curl {target}")]
         return result, out
@@ -378,8 +379,8 @@ class KindBackend(KubeBackend):
             self._from_conntrack(result, out, url, source)
         return result
 
-    def _connection_entry(self, out: parse.CurlOutput, url: str,
-                          source: str) -> tuple[str | None, parse.ConntrackRecord | None]:
+    def _connection_entry(self, out: tool_output.CurlOutput, url: str,
+                          source: str) -> tuple[str | None, tool_output.ConntrackRecord | None]:
         if not out.local_port:
             return None, None
         try:
@@ -389,12 +390,12 @@ class KindBackend(KubeBackend):
         if node is None:
             return None, None
         done = self._node_run(node, ["conntrack", "-L", "-p", "tcp", "--orig-port-src", str(out.local_port)])
-        for record in parse.parse_conntrack(done.stdout):
+        for record in tool_output.parse_conntrack(done.stdout):
             if record.original.sport == out.local_port and (not out.local_ip or record.original.src == out.local_ip):
                 return node, record
         return node, None
 
-    def _from_conntrack(self, result: CurlResult, out: parse.CurlOutput, url: str, source: str) -> None:
+    def _from_conntrack(self, result: CurlResult, out: tool_output.CurlOutput, url: str, source: str) -> None:
         _, record = self._connection_entry(out, url, source)
         if record is None:
             return

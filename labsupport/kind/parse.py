@@ -1,4 +1,6 @@
-"""Reading what real tools print on a real node or pod: nslookup, curl, iptables-save -c, nft, ipvsadm, conntrack.
+"""Reading what a real node shows: iptables-save -c, nft, ipvsadm and /proc/net/ip_vs, and what apps reply.
+
+The parsers of nslookup, curl and conntrack output, shared with `netns`, are in `labsupport.tool_output`.
 
 Each parser turns the text into the objects the `sim` backend returns, so a lesson reads a real cluster the way it
 reads the embedded one.
@@ -6,119 +8,10 @@ reads the embedded one.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-
-from labsupport.results import NslookupAnswer
-
-# --- nslookup ------------------------------------------------------------------------------------------------
-
-_CANT_FIND = re.compile(r"^\*\* server can't find (\S+?):? (NXDOMAIN|SERVFAIL|REFUSED|NOTIMP|FORMERR)\s*$")
-_NO_ANSWER = re.compile(r"^\*\*\* Can't find (\S+?): No answer\s*$")
-_BUSYBOX_ADDR = re.compile(r"^Address(?: \d+)?:\s+(\S+)")
+from dataclasses import dataclass
 
 
-def parse_nslookup(text: str, name: str = "") -> NslookupAnswer:
-    """Read `nslookup <name>` output (BIND's, as in jessie-dnsutils, or busybox's) into an `NslookupAnswer`.
-
-    Addresses are those printed after a `Name:` line (the server's own `Address:` line is skipped); the rcode is
-    the one an error line names, SERVFAIL when no server could be reached, NOERROR otherwise."""
-    addresses: list[str] = []
-    rcode = "NOERROR"
-    found_name = ""
-    in_answer = False
-    kept: list[str] = []
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        if line.startswith("command terminated with exit code"):
-            continue
-        kept.append(line)
-        stripped = line.strip()
-        if stripped.startswith("Name:"):
-            in_answer = True
-            parts = stripped.split(None, 1)
-            if len(parts) > 1 and not found_name:
-                found_name = parts[1].strip()
-            continue
-        m = _CANT_FIND.match(stripped)
-        if m:
-            if rcode == "NOERROR" and not addresses:
-                rcode = m.group(2)
-            found_name = found_name or m.group(1)
-            continue
-        m = _NO_ANSWER.match(stripped)
-        if m:
-            found_name = found_name or m.group(1)
-            continue
-        if "no servers could be reached" in stripped or "connection timed out" in stripped:
-            rcode = "SERVFAIL"
-            continue
-        if in_answer:
-            m = _BUSYBOX_ADDR.match(stripped)
-            if m:
-                address = m.group(1)
-                if address not in addresses:
-                    addresses.append(address)
-    while kept and not kept[-1]:
-        kept.pop()
-    body = "\n".join(kept) + "\n" if kept else ""
-    return NslookupAnswer(addresses, rcode, body, found_name or name)
-
-
-# --- curl ----------------------------------------------------------------------------------------------------
-
-CURL_MARK = "__labsupport_curl__"
-CURL_WRITE_OUT = "\n" + CURL_MARK + " %{http_code} %{remote_ip} %{remote_port} %{local_ip} %{local_port}\n"
-
-
-@dataclass
-class CurlOutput:
-    """One curl run read back: body, HTTP status, the addresses curl used, and its error line."""
-
-    body: str
-    status: int | None
-    remote_ip: str | None = None
-    remote_port: int | None = None
-    local_ip: str | None = None
-    local_port: int | None = None
-    exit_code: int = 0
-    error: str | None = None
-
-
-def curl_argv(url: str, *, timeout: float = 10, headers: dict | None = None, curl: str = "curl") -> list[str]:
-    """The curl command the real backends run: body to stdout, a marker line with status and addresses after it."""
-    argv = [curl, "-sS", "--connect-timeout", f"{timeout:g}", "--max-time", f"{timeout + 5:g}",
-            "-w", CURL_WRITE_OUT]
-    for key, value in (headers or {}).items():
-        argv += ["-H", f"{key}: {value}"]
-    return argv + [url]
-
-
-def parse_curl(stdout: str, stderr: str = "", exit_code: int = 0) -> CurlOutput:
-    """Read the output of `curl_argv()`; a failed connection becomes curl's error line and exit code."""
-    body, tail = stdout, ""
-    at = stdout.rfind(CURL_MARK + " ")
-    if at >= 0:
-        body = stdout[:at]
-        body = body[:-1] if body.endswith("\n") else body
-        tail = stdout[at + len(CURL_MARK) + 1:]
-    fields = tail.split()
-
-    def number(i: int) -> int | None:
-        return int(fields[i]) if len(fields) > i and fields[i].isdigit() and int(fields[i]) > 0 else None
-
-    status = number(0)
-    if at < 0 and exit_code == 0:
-        status = 200  # a curl that ignores -w: exit 0 means an answer came, its status is not known
-    remote_ip = fields[1] if len(fields) > 1 else None
-    local_ip = fields[3] if len(fields) > 3 else None
-    error = None
-    if exit_code != 0:
-        lines = [line for line in stderr.splitlines() if line.startswith("curl:")]
-        error = lines[-1] if lines else (stderr.strip().splitlines() or [f"curl: ({exit_code}) failed"])[-1]
-        if status is None:
-            body = ""
-    return CurlOutput(body, status, remote_ip, number(2), local_ip, number(4), exit_code, error)
-
+# --- what an app's reply reveals ------------------------------------------------------------------------------
 
 def answering_pod(body: str) -> tuple[str | None, str | None]:
     """(pod name, client address) an app's reply reveals: echoserver's `Hostname:`/`client_address=`, agnhost's
@@ -245,105 +138,6 @@ def ipvs_stats(text: str) -> list[RuleCounter]:
             counters.append(RuleCounter("ipvs", service, f"{service} -> {m.group(1)}", int(m.group(3)),
                                         int(m.group(5))))
     return counters
-
-
-# --- conntrack -L --------------------------------------------------------------------------------------------
-
-@dataclass
-class Tuple:
-    """One direction of a tracked connection."""
-
-    src: str
-    dst: str
-    sport: int | None = None
-    dport: int | None = None
-
-
-@dataclass
-class ConntrackRecord:
-    """One `conntrack -L` line: protocol, timeout, state, the original and reply tuples, flags."""
-
-    protocol: str
-    timeout: int
-    state: str | None
-    original: Tuple
-    reply: Tuple
-    flags: list[str] = field(default_factory=list)
-    mark: int = 0
-    line: str = ""
-
-    @property
-    def dnat(self) -> bool:
-        """Whether the destination was rewritten (a Service address turned into a pod's)."""
-        return self.reply.src != self.original.dst or self.reply.sport != self.original.dport
-
-    @property
-    def snat(self) -> bool:
-        """Whether the source was rewritten (masquerade)."""
-        return self.reply.dst != self.original.src or self.reply.dport != self.original.sport
-
-    @property
-    def endpoint(self) -> str:
-        """Where the connection really went: the reply's source `ip:port`."""
-        return f"{self.reply.src}:{self.reply.sport}" if self.reply.sport is not None else self.reply.src
-
-    @property
-    def seen_client(self) -> str:
-        """The client address the server saw: the reply's destination."""
-        return self.reply.dst
-
-
-_KV = re.compile(r"(\w+)=(\S+)")
-
-
-def parse_conntrack_line(line: str) -> ConntrackRecord | None:
-    """One line of `conntrack -L` (plain or `-o extended`); None for summary and blank lines."""
-    words = line.split()
-    if not words or words[0] == "conntrack" or "flow entries" in line:
-        return None
-    if words[0] in ("ipv4", "ipv6") and len(words) > 2:
-        words = words[2:]
-    protocol, i = words[0], 1
-    if i < len(words) and words[i].isdigit():
-        i += 1
-    timeout = int(words[i]) if i < len(words) and words[i].isdigit() else 0
-    i += 1
-    state = words[i] if i < len(words) and "=" not in words[i] and not words[i].startswith("[") else None
-    tuples: list[dict[str, str]] = [{}]
-    flags, mark = [], 0
-    for word in words[i:]:
-        if word.startswith("[") and word.endswith("]"):
-            flags.append(word.strip("[]"))
-            continue
-        m = _KV.fullmatch(word)
-        if not m:
-            continue
-        key, value = m.groups()
-        if key == "mark":
-            mark = int(value, 0)
-            continue
-        if key in ("src", "dst", "sport", "dport"):
-            if key in tuples[-1]:
-                tuples.append({})
-            tuples[-1][key] = value
-    if len(tuples) < 2 or "src" not in tuples[0] or "src" not in tuples[1]:
-        return None
-
-    def make(t: dict[str, str]) -> Tuple:
-        return Tuple(t.get("src", ""), t.get("dst", ""), int(t["sport"]) if "sport" in t else None,
-                     int(t["dport"]) if "dport" in t else None)
-
-    return ConntrackRecord(protocol, timeout, state, make(tuples[0]), make(tuples[1]), flags, mark, line.rstrip())
-
-
-def parse_conntrack(text: str) -> list[ConntrackRecord]:
-    """Every entry of `conntrack -L` output."""
-    return [r for r in (parse_conntrack_line(line) for line in text.splitlines()) if r is not None]
-
-
-def conntrack_lines(text: str) -> list[str]:
-    """The entry lines of `conntrack -L` output, without conntrack's summary line."""
-    return [r.line for r in parse_conntrack(text)]
 
 
 # --- the kube-proxy part of a node's rules --------------------------------------------------------------------

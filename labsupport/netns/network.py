@@ -39,7 +39,8 @@ from labsupport.netns.namespaces import (KernelError, add_bridge, add_veth, blac
 from labsupport.netns.namespaces import clean as clean_namespaces
 from labsupport.netns.servers import TAG_HEADER, Answer, Answered, Listener, Servers
 from labsupport.sim.network import CLIENT_IP, DNS_IP, find_source
-from labsupport.results import CurlResult, Hop, Trace
+from labsupport.results import CurlResult, Hop, NslookupAnswer, Trace
+from labsupport.tool_output import conntrack_rewrites, curl_argv, parse_curl, parse_nslookup
 from labsupport.errors import BackendUnavailable, BadRequest, NotFound
 
 if TYPE_CHECKING:
@@ -51,14 +52,13 @@ NODE_BRIDGE = "lsk-br0"
 POD_BRIDGE = "lsk-cni0"
 GATEWAY_IP = "172.18.0.1"
 CURL_TIMEOUT = 5.0
-CURL_MARK = "\n__labsupport_curl__ "
 CURL_AGENT = "curl/7.88.1"
 NODE_SYSCTLS = {"net.ipv4.ip_forward": "1", "net.ipv4.conf.all.route_localnet": "1",
                 "net.bridge.bridge-nf-call-iptables": "1", "net.ipv4.conf.all.rp_filter": "0",
                 "net.ipv4.conf.default.rp_filter": "0"}
 NFT_RESET = "add table ip kube-proxy\ndelete table ip kube-proxy\n"
 
-__all__ = ["KernelNetwork", "KernelKeepAlive", "KernelError", "preflight", "problems", "clean", "parse_nslookup"]
+__all__ = ["KernelNetwork", "KernelKeepAlive", "KernelError", "preflight", "problems", "clean"]
 
 _LIVE: "weakref.WeakSet[KernelNetwork]" = weakref.WeakSet()
 
@@ -755,21 +755,16 @@ class KernelNetwork:
             self.route_client(parts.hostname, result.hops)
         before = self._counters() if trace else {}
         tag = self.new_tag()
-        argv = ["curl", "-sS", "-m", f"{self.curl_timeout:g}", "-H", f"{TAG_HEADER}: {tag}"]
-        for key, value in (headers or {}).items():
-            argv += ["-H", f"{key}: {value}"]
-        argv += ["-w", CURL_MARK + "%{http_code} %{local_ip} %{local_port} %{remote_ip} %{remote_port}", target]
-        proc = run_in(origin.ns, argv, timeout=self.curl_timeout + 10)
-        body, _, info = proc.stdout.rpartition(CURL_MARK)
-        fields = info.split()
-        code = fields[0] if fields else "000"
-        local = (fields[1], int(fields[2])) if len(fields) >= 3 and fields[2].isdigit() else None
-        remote = (fields[3], int(fields[4])) if len(fields) >= 5 and fields[4].isdigit() else None
-        result.exit_code = proc.returncode
-        if proc.returncode == 0 and code != "000":
-            result.status, result.body = int(code), body
+        argv = curl_argv(target, timeout=self.curl_timeout, headers={TAG_HEADER: tag, **(headers or {})})
+        proc = run_in(origin.ns, argv, timeout=self.curl_timeout + 15)
+        out = parse_curl(proc.stdout, proc.stderr, proc.returncode)
+        local = (out.local_ip, out.local_port) if out.local_ip and out.local_port else None
+        remote = (out.remote_ip, out.remote_port) if out.remote_ip and out.remote_port else None
+        result.exit_code = out.exit_code
+        if out.exit_code == 0 and out.status is not None:
+            result.status, result.body = out.status, out.body
         else:
-            result.error = (proc.stderr.strip().splitlines() or [f"curl: ({proc.returncode})"])[-1]
+            result.error = out.error or f"curl: ({out.exit_code})"
         record = self.servers.record(tag)
         self.fill_from_record(result, record)
         result.hops.insert(0, Hop(origin.kind if origin.kind == "client" else f"{origin.kind}/{origin.node}",
@@ -806,7 +801,7 @@ class KernelNetwork:
         """One new connection, with the model's view and the kernel's own (counters, conntrack)."""
         return Trace(url, source, self.curl(url, source, trace=True))
 
-    def nslookup(self, name: str, pod: str | None = None) -> dns.NslookupAnswer:
+    def nslookup(self, name: str, pod: str | None = None) -> NslookupAnswer:
         """The real `nslookup name` run in a pod's namespace (default: a dnsutils namespace on the first worker)."""
         self.refresh()
         ns = self.dns_ns
@@ -1025,39 +1020,3 @@ def _with_deletions(dump: str, stale: dict[str, list[str]]) -> str:
             out.extend(f"-X {c}" for c in chains)
             out.append("COMMIT")
     return "\n".join(out) + "\n"
-
-
-def conntrack_rewrites(line: str) -> list[str]:
-    """The NAT a `conntrack -L` line records, in the model's words: `DNAT a:p -> b:q`, `SNAT a:p -> b:q`."""
-    tuples = re.findall(r"src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+)", line)
-    if len(tuples) < 2:
-        return []
-    (osrc, odst, osport, odport), (rsrc, rdst, rsport, rdport) = tuples[:2]
-    out = []
-    if (odst, odport) != (rsrc, rsport):
-        out.append(f"DNAT {odst}:{odport} -> {rsrc}:{rsport}")
-    if (osrc, osport) != (rdst, rdport):
-        out.append(f"SNAT {osrc}:{osport} -> {rdst}:{rdport}")
-    return out
-
-
-def parse_nslookup(text: str, name: str) -> dns.NslookupAnswer:
-    """Turn the real nslookup's output into an answer: addresses after each `Name:` line, the rcode, the text."""
-    addresses: list[str] = []
-    found = ""
-    seen_name = False
-    rcode = "NOERROR"
-    for line in text.splitlines():
-        if line.startswith("Name:"):
-            seen_name = True
-            found = found or line.split(":", 1)[1].strip()
-        elif line.startswith("Address:") and seen_name:
-            addresses.append(line.split(":", 1)[1].strip())
-        elif line.startswith("** server can't find"):
-            code = line.rsplit(":", 1)[-1].strip()
-            if not addresses:
-                rcode = code or "SERVFAIL"
-        elif "no servers could be reached" in line or "connection timed out" in line:
-            if not addresses:
-                rcode = "SERVFAIL"
-    return dns.NslookupAnswer(addresses=addresses, rcode=rcode, text=text, name=found or name.rstrip("."))

@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 import html
-import re
 from typing import Any
 
 import ipywidgets as widgets
 
+from labsupport.tool_output import conntrack_rewrites, parse_conntrack_line
 from labsupport.widgets.live import LiveView
 from labsupport.widgets.present import type_scale
 
 HIT_STYLE = "background:#fce4ec;border-left:4px solid #d81b60;font-weight:bold"
-_CT = re.compile(r"^(\w+)\s+(\d+)\s+(\d+)\s+(?:(\w+)\s+)?src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+) "
-                 r"src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+)")
 
 
 def matched_lines(rules: str, hits: list) -> set[int]:
@@ -104,18 +102,14 @@ class RulesView(LiveView):
 
 
 def parse_conntrack(line: str) -> dict | None:
-    """One `conntrack -L` line as a dict: proto, timeout, original and reply tuples, and the NAT they imply."""
-    m = _CT.match(line)
-    if not m:
+    """One `conntrack -L` line as the table shows it: proto, timeout, state, both tuples and the NAT they imply."""
+    record = parse_conntrack_line(line)
+    if record is None:
         return None
-    proto, _, timeout, state, src, dst, sport, dport, rsrc, rdst, rsport, rdport = m.groups()
-    nat = []
-    if (rsrc, rsport) != (dst, dport):
-        nat.append(f"DNAT {dst}:{dport} → {rsrc}:{rsport}")
-    if (rdst, rdport) != (src, sport):
-        nat.append(f"SNAT {src}:{sport} → {rdst}:{rdport}")
-    return {"proto": proto, "timeout": int(timeout), "state": state or "", "original": f"{src}:{sport} → {dst}:{dport}",
-            "reply": f"{rsrc}:{rsport} → {rdst}:{rdport}", "nat": "; ".join(nat)}
+    o, r = record.original, record.reply
+    return {"proto": record.protocol, "timeout": record.timeout, "state": record.state or "",
+            "original": f"{o.src}:{o.sport} → {o.dst}:{o.dport}", "reply": f"{r.src}:{r.sport} → {r.dst}:{r.dport}",
+            "nat": "; ".join(rw.replace(" -> ", " → ") for rw in conntrack_rewrites(line))}
 
 
 class ConntrackView(LiveView):

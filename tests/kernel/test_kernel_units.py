@@ -1,35 +1,8 @@
 """The netns backend's pure helpers: they need no kernel and run everywhere."""
 from __future__ import annotations
 
-from labsupport.netns.network import _declared_chains, _with_deletions, parse_nslookup
+from labsupport.netns.network import _declared_chains, _with_deletions
 from labsupport.netns.namespaces import link_name, ns_name
-
-FOUND = """Server:\t\t10.96.0.10
-Address:\t10.96.0.10#53
-
-Name:\tdb.default.svc.cluster.local
-Address: 10.244.1.7
-Name:\tdb.default.svc.cluster.local
-Address: 10.244.2.3
-
-"""
-
-
-def test_parse_nslookup_found():
-    answer = parse_nslookup(FOUND, "db")
-    assert answer.addresses == ["10.244.1.7", "10.244.2.3"]
-    assert answer.rcode == "NOERROR"
-    assert answer.name == "db.default.svc.cluster.local"
-    assert answer.text == FOUND
-
-
-def test_parse_nslookup_nxdomain_and_timeout():
-    nx = parse_nslookup("Server:\t\t10.96.0.10\nAddress:\t10.96.0.10#53\n\n** server can't find nope: NXDOMAIN\n\n",
-                        "nope")
-    assert (nx.addresses, nx.rcode, nx.name) == ([], "NXDOMAIN", "nope")
-    gone = parse_nslookup(";; connection timed out; no servers could be reached\n\n", "web")
-    assert gone.rcode == "SERVFAIL" and gone.addresses == []
-
 
 DUMP = """*filter
 :KUBE-SERVICES - [0:0]

@@ -10,6 +10,7 @@ import yaml
 
 from labsupport import Lab
 from labsupport.errors import BackendUnavailable, BadRequest, NotFound
+from labsupport import tool_output
 from labsupport.kind import parse
 from labsupport.kind.cluster import KindCluster
 from labsupport.kind.config import LESSON_IMAGES, config_problems
@@ -217,7 +218,7 @@ def test_curl_sources_and_the_answering_pod_from_conntrack(kind_lab):
     nginx = "<!DOCTYPE html>\n<title>Welcome to nginx!</title>\n"
     runner.answer(["docker", "inspect", "-f", "{{.State.Running}}"], stdout="true\n")
     runner.answer(["docker", "exec", "labsupport-client", "curl"],
-                  stdout=nginx + parse.CURL_MARK + " 200 172.18.0.3 30080 172.18.0.9 48812\n")
+                  stdout=nginx + tool_output.CURL_MARK + " 200 172.18.0.3 30080 172.18.0.9 48812\n")
     runner.answer(["docker", "exec", "lab-worker", "conntrack", "-L", "-p", "tcp", "--orig-port-src", "48812"],
                   stdout=f"tcp      6 117 TIME_WAIT src=172.18.0.9 dst=172.18.0.3 sport=48812 dport=30080 "
                          f"src={pod['status']['podIP']} dst=172.18.0.3 sport=80 dport=6001 [ASSURED] mark=0 use=1\n")
@@ -228,7 +229,7 @@ def test_curl_sources_and_the_answering_pod_from_conntrack(kind_lab):
     assert (result.client_ip, result.client_port) == ("172.18.0.3", 6001), "masqueraded to the node's address"
     argv = runner.calls[-2]
     assert argv[:5] == ["docker", "exec", "labsupport-client", "curl", "-sS"] and argv[-1] == "http://172.18.0.3:30080/"
-    runner.answer(["docker", "exec", "lab-worker2", "curl"], returncode=7, stdout=parse.CURL_MARK + " 000  0  0\n",
+    runner.answer(["docker", "exec", "lab-worker2", "curl"], returncode=7, stdout=tool_output.CURL_MARK + " 000  0  0\n",
                   stderr="curl: (7) Failed to connect to 10.96.0.99 port 80 after 0 ms: Couldn't connect to server\n")
     refused = lab.curl("http://10.96.0.99/", source="node/lab-worker2")
     assert refused.refused and not refused.ok and refused.error.startswith("curl: (7)")
@@ -243,7 +244,7 @@ def test_trace_shows_counters_that_moved_and_the_conntrack_entry(kind_lab):
     runner.answer_in_turn(["docker", "exec", "lab-worker", "iptables-save", "-c"], before, after)
     runner.answer(["docker", "inspect", "-f", "{{.State.Running}}"], stdout="true\n")
     runner.answer(["docker", "exec", "labsupport-client", "curl"],
-                  stdout="hi\n" + parse.CURL_MARK + " 200 172.18.0.3 30080 172.18.0.9 48812\n")
+                  stdout="hi\n" + tool_output.CURL_MARK + " 200 172.18.0.3 30080 172.18.0.9 48812\n")
     runner.answer(["docker", "exec", "lab-worker", "conntrack", "-L", "-p", "tcp"],
                   stdout=(DATA / "conntrack-L.txt").read_text().replace("sport=48812", "sport=48812")
                   .replace("src=172.18.0.5 dst=172.18.0.3 sport=48812", "src=172.18.0.9 dst=172.18.0.3 sport=48812"))

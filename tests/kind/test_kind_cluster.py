@@ -11,6 +11,7 @@ import os
 import pytest
 
 from labsupport import Lab
+from labsupport import tool_output
 from labsupport.kind import parse, preflight
 from tests.kind import lesson
 
@@ -87,4 +88,4 @@ def test_real_rules_name_the_service(kind):
     trace = kind.trace(f"http://{vip}/", source=f"node/{CLUSTER}-worker")
     assert trace.result.ok and trace.result.pod
     assert any(r.startswith("DNAT") for r in trace.rewrites), trace.text()
-    assert all(parse.parse_conntrack_line(line) for line in kind.conntrack())
+    assert all(tool_output.parse_conntrack_line(line) for line in kind.conntrack())

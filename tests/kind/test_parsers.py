@@ -10,6 +10,7 @@ from labsupport.results import NslookupAnswer
 from labsupport.dataplane.ipvs_parse import parse_ipvs_bundle, parse_ipvsadm
 from labsupport.dataplane.model import trace_packet
 from labsupport.dataplane.nft_parse import NftRuleset
+from labsupport import tool_output
 from labsupport.kind import parse
 
 DATA = Path(__file__).parent / "data"
@@ -62,7 +63,7 @@ Address: 10.96.12.7
 
 
 def test_nslookup_headless_three_pods():
-    answer = parse.parse_nslookup(BIND_OK, "db")
+    answer = tool_output.parse_nslookup(BIND_OK, "db")
     assert isinstance(answer, NslookupAnswer)
     assert answer.addresses == ["10.244.1.7", "10.244.2.3", "10.244.3.5"]
     assert answer.rcode == "NOERROR"
@@ -72,30 +73,30 @@ def test_nslookup_headless_three_pods():
 
 
 def test_nslookup_nxdomain_drops_kubectls_exit_line():
-    answer = parse.parse_nslookup(BIND_NX, "nope")
+    answer = tool_output.parse_nslookup(BIND_NX, "nope")
     assert (answer.addresses, answer.rcode, answer.name) == ([], "NXDOMAIN", "nope")
     assert answer.text.endswith("** server can't find nope: NXDOMAIN\n")
     assert "command terminated" not in answer.text
 
 
 def test_nslookup_no_server():
-    answer = parse.parse_nslookup(BIND_TIMEOUT, "web")
+    answer = tool_output.parse_nslookup(BIND_TIMEOUT, "web")
     assert (answer.addresses, answer.rcode, answer.name) == ([], "SERVFAIL", "web")
 
 
 def test_nslookup_cname_and_ipv6():
-    answer = parse.parse_nslookup(BIND_CNAME, "ext")
+    answer = tool_output.parse_nslookup(BIND_CNAME, "ext")
     assert answer.addresses == ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"]
     assert answer.name == "example.com"
 
 
 def test_nslookup_busybox_format():
-    answer = parse.parse_nslookup(BUSYBOX_OK, "web")
+    answer = tool_output.parse_nslookup(BUSYBOX_OK, "web")
     assert answer.addresses == ["10.96.12.7"] and answer.rcode == "NOERROR"
 
 
 def test_nslookup_a_found_aaaa_missing_stays_noerror():
-    answer = parse.parse_nslookup(BIND_AAAA_NX, "web")
+    answer = tool_output.parse_nslookup(BIND_AAAA_NX, "web")
     assert answer.addresses == ["10.96.12.7"] and answer.rcode == "NOERROR"
 
 
@@ -123,32 +124,32 @@ spec:
 """)
     lab.wait(lambda l: len(l.nslookup("db").addresses) == 2)
     sim = lab.nslookup("db")
-    again = parse.parse_nslookup(sim.text, "db")
+    again = tool_output.parse_nslookup(sim.text, "db")
     assert (again.addresses, again.rcode, again.name, again.text) == (sim.addresses, sim.rcode, sim.name, sim.text)
     nx = lab.nslookup("nope")
-    again = parse.parse_nslookup(nx.text, "nope")
+    again = tool_output.parse_nslookup(nx.text, "nope")
     assert (again.addresses, again.rcode, again.text) == (nx.addresses, nx.rcode, nx.text)
 
 
 # --- curl ---------------------------------------------------------------------------------------------------
 
 def test_curl_argv_and_output():
-    argv = parse.curl_argv("http://web/hostname", timeout=5, headers={"X-Test": "1"})
+    argv = tool_output.curl_argv("http://web/hostname", timeout=5, headers={"X-Test": "1"})
     assert argv[:6] == ["curl", "-sS", "--connect-timeout", "5", "--max-time", "10"]
     assert argv[-1] == "http://web/hostname" and ["-H", "X-Test: 1"] == argv[-3:-1]
-    out = parse.parse_curl("web-7d4b9c-x2x9p\n" + parse.CURL_MARK + " 200 10.96.12.7 80 10.244.1.4 56120\n")
+    out = tool_output.parse_curl("web-7d4b9c-x2x9p\n" + tool_output.CURL_MARK + " 200 10.96.12.7 80 10.244.1.4 56120\n")
     assert (out.status, out.body, out.remote_ip, out.remote_port, out.local_ip, out.local_port) == \
         (200, "web-7d4b9c-x2x9p", "10.96.12.7", 80, "10.244.1.4", 56120)
     assert out.error is None
 
 
 def test_curl_refused_and_timeout():
-    refused = parse.parse_curl(parse.CURL_MARK + " 000  0  0\n",
+    refused = tool_output.parse_curl(tool_output.CURL_MARK + " 000  0  0\n",
                                "curl: (7) Failed to connect to 10.96.12.7 port 80 after 1 ms: Couldn't connect to "
                                "server\n", 7)
     assert refused.status is None and refused.exit_code == 7 and refused.body == ""
     assert refused.error.startswith("curl: (7) Failed to connect to 10.96.12.7 port 80")
-    timeout = parse.parse_curl(parse.CURL_MARK + " 000  0  0\n", "curl: (28) Connection timed out after 5001 ms\n",
+    timeout = tool_output.parse_curl(tool_output.CURL_MARK + " 000  0  0\n", "curl: (28) Connection timed out after 5001 ms\n",
                                28)
     assert timeout.status is None and timeout.error == "curl: (28) Connection timed out after 5001 ms"
 
@@ -249,7 +250,7 @@ def test_ipvs_bundle_parses_like_sims():
 
 def test_conntrack_entries():
     text = (DATA / "conntrack-L.txt").read_text()
-    records = parse.parse_conntrack(text)
+    records = tool_output.parse_conntrack(text)
     assert len(records) == 6
     nodeport = records[0]
     assert (nodeport.protocol, nodeport.timeout, nodeport.state) == ("tcp", 117, "TIME_WAIT")
@@ -263,16 +264,16 @@ def test_conntrack_entries():
     assert not api.dnat and not api.snat
     assert records[4].flags == ["UNREPLIED"] and not records[4].dnat
     assert records[5].protocol == "icmp" and records[5].original.sport is None
-    assert parse.conntrack_lines(text) == text.splitlines()[:6]
+    assert tool_output.conntrack_lines(text) == text.splitlines()[:6]
 
 
 def test_conntrack_extended_format():
     line = ("ipv4     2 tcp      6 431999 ESTABLISHED src=10.244.1.4 dst=10.111.76.235 sport=1 dport=80 "
             "src=10.244.3.2 dst=10.244.1.4 sport=80 dport=1 [ASSURED] mark=0 zone=0 use=2")
-    record = parse.parse_conntrack_line(line)
+    record = tool_output.parse_conntrack_line(line)
     assert record.protocol == "tcp" and record.state == "ESTABLISHED" and record.endpoint == "10.244.3.2:80"
 
 
 @pytest.mark.parametrize("line", ["", "conntrack v1.4.7 (conntrack-tools): 0 flow entries have been shown."])
 def test_conntrack_noise(line):
-    assert parse.parse_conntrack_line(line) is None
+    assert tool_output.parse_conntrack_line(line) is None
