@@ -7,7 +7,7 @@ import sys
 
 def backend_problems() -> dict[str, list[str]]:
     """For each backend, what stops it from running on this machine (empty list: it can run)."""
-    from labsupport.netns.network import problems as kernel_problems
+    from labsupport.netns.machine import problems as kernel_problems
     from labsupport.kind.preflight import problems as kind_problems
     return {"sim": [], "netns": kernel_problems(), "kind": kind_problems()}
 
@@ -29,6 +29,6 @@ def report() -> tuple[str, bool]:
 
 def clean() -> list[str]:
     """Remove every network namespace, link, server and kind cluster this project made; say what went."""
-    from labsupport.netns.network import clean as kernel_clean
+    from labsupport.netns.machine import clean as kernel_clean
     from labsupport.kind.preflight import clean as kind_clean
     return [*kernel_clean(), *kind_clean()] or ["nothing to clean"]

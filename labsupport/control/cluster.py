@@ -25,7 +25,7 @@ from labsupport.model.defaults import apply_defaults
 from labsupport.model.kinds import by_kind, resolve
 from labsupport.model.selectors import matches_fields, parse_field_selector, to_selector
 from labsupport.model.validation import validate
-from labsupport.shape import ZONES, ClusterConfig
+from labsupport.shape import ClusterConfig
 
 class Cluster:
     """An embedded Kubernetes control plane on a virtual clock. Thread-safe through `lock`."""

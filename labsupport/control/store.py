@@ -10,12 +10,11 @@ import json
 import random
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from labsupport.control.clock import VirtualClock, rfc3339
 from labsupport.errors import AlreadyExists, APIError, Conflict, NotFound
 from labsupport.model.kinds import by_kind
-from labsupport.model.objects import clone
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 #: Kinds whose metadata carries a generation that bumps when the spec changes.

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from labsupport.netns.network import KernelNetwork, preflight
+from labsupport.netns.machine import preflight
+from labsupport.netns.network import KernelNetwork
 from labsupport.sim.backend import EmbeddedBackend
 
 

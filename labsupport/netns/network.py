@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import atexit
 import ipaddress
-import os
-import platform
 import random
 import re
-import shutil
 import socket
 import threading
 import time
@@ -36,7 +33,7 @@ from labsupport.netns.namespaces import (KernelError, add_bridge, add_veth, blac
                                             create_namespace, inside, link_name, list_namespaces, new_run_id,
                                             ns_name, release_run_id, remove_namespace, replace_route, route_via,
                                             run_in, set_sysctls, write_etc)
-from labsupport.netns.namespaces import clean as clean_namespaces
+from labsupport.netns.rules import NodeRules, RuleLoader
 from labsupport.netns.servers import TAG_HEADER, Answer, Answered, Listener, Servers
 from labsupport.sim.network import CLIENT_IP, DNS_IP, find_source
 from labsupport.results import CurlResult, Hop, NslookupAnswer, Trace
@@ -47,7 +44,6 @@ if TYPE_CHECKING:
     from labsupport.control.cluster import Cluster
     from labsupport.proxy.daemon import KubeProxyDaemons
 
-TOOLS = ("ip", "nft", "iptables-restore", "iptables-save", "conntrack", "curl", "nslookup", "getent")
 NODE_BRIDGE = "lsk-br0"
 POD_BRIDGE = "lsk-cni0"
 GATEWAY_IP = "172.18.0.1"
@@ -56,52 +52,10 @@ CURL_AGENT = "curl/7.88.1"
 NODE_SYSCTLS = {"net.ipv4.ip_forward": "1", "net.ipv4.conf.all.route_localnet": "1",
                 "net.bridge.bridge-nf-call-iptables": "1", "net.ipv4.conf.all.rp_filter": "0",
                 "net.ipv4.conf.default.rp_filter": "0"}
-NFT_RESET = "add table ip kube-proxy\ndelete table ip kube-proxy\n"
 
-__all__ = ["KernelNetwork", "KernelKeepAlive", "KernelError", "preflight", "problems", "clean"]
+__all__ = ["KernelNetwork", "KernelKeepAlive", "KernelError"]
 
 _LIVE: "weakref.WeakSet[KernelNetwork]" = weakref.WeakSet()
-
-
-# --- what this machine offers -----------------------------------------------------------------------------
-def problems() -> list[str]:
-    """What stops the `netns` backend from running here (empty: it can run)."""
-    out = []
-    if platform.system() != "Linux":
-        return [f"it needs Linux network namespaces; this is {platform.system()} (use the sim backend)"]
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        out.append("it needs root to create network namespaces (run as root, e.g. `sudo`, or use the sim backend)")
-    missing = [t for t in TOOLS if shutil.which(t) is None]
-    if missing:
-        out.append("missing tools: " + ", ".join(missing) +
-                   " (apt-get install iproute2 nftables iptables conntrack curl dnsutils libc-bin)")
-    if not os.path.exists("/proc/self/ns/net"):
-        out.append("this kernel has no network namespaces (CONFIG_NET_NS)")
-    try:
-        import dnslib  # noqa: F401
-        import pyroute2  # noqa: F401
-    except ImportError as e:
-        out.append(f"the Python package {e.name} is missing (pip install pyroute2 dnslib)")
-    return out
-
-
-def preflight(proxy_mode: str) -> None:
-    """Refuse, with the reason and the fix, when the netns backend cannot run this proxy mode here."""
-    if proxy_mode == "ipvs":
-        raise BackendUnavailable('proxy_mode="ipvs" cannot run on the netns backend: IPVS is not in this kernel '
-                                 '(CONFIG_IP_VS). Use proxy_mode="iptables" or "nftables" here, or '
-                                 'Lab(backend="sim", proxy_mode="ipvs") to study IPVS on the modelled data plane.')
-    found = problems()
-    if found:
-        raise BackendUnavailable("the netns backend cannot run here: " + "; ".join(found) +
-                                 '. Lab(backend="sim") runs everywhere.')
-
-
-def clean() -> list[str]:
-    """Remove what earlier runs left behind: namespaces, /etc/netns entries, links (live runs are kept)."""
-    if platform.system() != "Linux" or not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return []
-    return clean_namespaces()
 
 
 def _close_all() -> None:
@@ -127,17 +81,6 @@ class Sandbox:
     namespace: str
     name: str
     ports: set = field(default_factory=set)
-
-
-@dataclass
-class NodeRules:
-    """What is loaded in a node's namespace: the mode, the agent's sync count, iptables chains and jumps."""
-
-    mode: str | None = None
-    syncs: int = -1
-    chains: dict = field(default_factory=dict)
-    jumps: bool = False
-    unsupported: str = ""
 
 
 @dataclass
@@ -288,7 +231,7 @@ class KernelNetwork:
         self.dns_ns = ns_name(self.run, "dnsutils")
         self.node_ns: dict[str, str] = {}
         self.sandboxes: dict[str, Sandbox] = {}
-        self.rules: dict[str, NodeRules] = {}
+        self.rules = RuleLoader(self.node_ns, proxies)
         self.health_ports: dict[str, set[int]] = {}
         self._pending: dict[str, dict | None] = {}
         self._tags = 0
@@ -303,9 +246,9 @@ class KernelNetwork:
         try:
             self._build()
             self._unsubscribe = cluster.store.subscribe(self._on_event)
-            proxies.listeners.append(self._on_rules)
+            proxies.listeners.append(self.rules.on_rules)
             for name, agent in proxies.agents.items():
-                self._on_rules(name, agent, None)
+                self.rules.on_rules(name, agent, None)
             for pod in cluster.store.list("Pod"):
                 self._pending[pod["metadata"]["uid"]] = pod
             self.refresh()
@@ -345,7 +288,7 @@ class KernelNetwork:
             if gateway:
                 add_bridge(ns, POD_BRIDGE, gateway, ipaddress.ip_network(node["spec"]["podCIDR"]).prefixlen)
             set_sysctls(ns, NODE_SYSCTLS)
-            self.rules[name] = NodeRules()
+            self.rules.states[name] = NodeRules()
         create_namespace(self.client_ns)
         write_etc(self.client_ns, {"hosts": hosts, "resolv.conf": quiet_resolver})
         add_veth(self.net_ns, "lskc", self.client_ns, "eth0", master=NODE_BRIDGE)
@@ -537,76 +480,6 @@ class KernelNetwork:
                     continue
         return reply.pack()
 
-    # --- kube-proxy → kernel -------------------------------------------------------------------------------
-    def _on_rules(self, node_name: str, agent, change) -> None:
-        if self._closed or node_name not in self.node_ns:
-            return
-        try:
-            self._apply_rules(node_name, agent, change)
-        except Exception:
-            self.rules[node_name].mode = None       # what the kernel holds is unknown now: reload it all next time
-            self.proxies.dirty.add(node_name)
-            raise
-
-    def _apply_rules(self, node_name: str, agent, change) -> None:
-        state = self.rules.setdefault(node_name, NodeRules())
-        if change is None:
-            if agent.rules and agent.mode in ("iptables", "nftables"):
-                self._load(node_name, agent.mode, agent.rules, full=True)
-            state.syncs = agent.syncs
-            return
-        kind, payload = change
-        if kind == "cleanup":
-            self._cleanup(node_name, payload)
-            return
-        if not payload.applied:
-            return
-        if payload.mode in ("iptables", "nftables"):
-            # A delta only applies on top of the previous sync; after a gap (a sync whose result kube-proxy's
-            # daemon did not pass on, a mode switch) load the complete rule set instead.
-            if state.mode != payload.mode or agent.syncs != state.syncs + 1:
-                self._load(node_name, payload.mode, agent.rules, full=True)
-            elif payload.text:
-                self._load(node_name, payload.mode, payload.text, full=False)
-            if payload.mode == "iptables":
-                state.chains = _declared_chains(agent.rules)
-        else:
-            state.unsupported = payload.mode
-        state.syncs = agent.syncs
-
-    def _load(self, node_name: str, mode: str, text: str, *, full: bool) -> None:
-        ns = self.node_ns[node_name]
-        state = self.rules[node_name]
-        if mode == "iptables":
-            if full:
-                chains = _declared_chains(text)
-                stale = {t: sorted(c - chains.get(t, set())) for t, c in state.chains.items()}
-                text = _with_deletions(text, stale)
-                state.chains = chains
-            run_in(ns, ["iptables-restore", "--noflush", "--counters"], input=text, check=True)
-            if not state.jumps:
-                from labsupport.proxy.iptables import JUMP_RULES
-                jumps = "".join(f"*{table}\n" + "".join(f"-A {chain} {rule}\n" for chain, rule in rules) + "COMMIT\n"
-                                for table, rules in JUMP_RULES.items())
-                run_in(ns, ["iptables-restore", "--noflush"], input=jumps, check=True)
-                state.jumps = True
-        else:
-            run_in(ns, ["nft", "-f", "-"], input=(NFT_RESET + text) if full else text, check=True)
-        state.mode = mode
-        state.unsupported = ""
-
-    def _cleanup(self, node_name: str, switch) -> None:
-        ns = self.node_ns[node_name]
-        state = self.rules[node_name]
-        if switch.cleanup_tool.startswith("iptables-restore"):
-            without_jumps = "".join(line + "\n" for line in switch.cleanup.splitlines() if not line.startswith("-D "))
-            proc = run_in(ns, ["iptables-restore", "--noflush"], input=switch.cleanup if state.jumps else without_jumps)
-            if proc.returncode != 0:
-                run_in(ns, ["iptables-restore", "--noflush"], input=without_jumps)
-        elif switch.cleanup_tool.startswith("nft"):
-            run_in(ns, ["nft", "-f", "-"], input=NFT_RESET)
-        self.rules[node_name] = NodeRules()
-
     def _sync_health_ports(self) -> None:
         wanted = {svc["spec"]["healthCheckNodePort"] for svc in self.cluster.store.list("Service")
                   if svc["spec"].get("healthCheckNodePort")}
@@ -642,14 +515,13 @@ class KernelNetwork:
             raise BadRequest("this lab's network is closed")
         error, self._keeper_error = self._keeper_error, None
         if error is not None and not isinstance(error, BackendUnavailable):
-            for state in self.rules.values():
-                state.mode = None            # the failed load left the kernel unknown: load everything again
+            self.rules.forget()              # the failed load left the kernel unknown: load everything again
             self.proxies.dirty.update(n for n in self.node_ns if n in self.proxies.agents)
         self.apply_pod_changes()
         self.proxies.sync_all()
         self._sync_health_ports()
         self._dns_snapshot = self._snapshot()
-        bad = {n: s.unsupported for n, s in self.rules.items() if s.unsupported}
+        bad = self.rules.unsupported()
         if bad:
             raise BackendUnavailable(f"kube-proxy on {', '.join(sorted(bad))} runs in {sorted(set(bad.values()))[0]} "
                                      "mode, which this kernel cannot load (IPVS is not compiled in); switch back "
@@ -822,7 +694,7 @@ class KernelNetwork:
         """What the node's kernel holds now: `nft list table ip kube-proxy` or `iptables-save`."""
         self.refresh()
         ns = self.node_ns[node_name]
-        if self.rules[node_name].mode == "nftables":
+        if self.rules.mode(node_name) == "nftables":
             return run_in(ns, ["nft", "list", "table", "ip", "kube-proxy"]).stdout
         return run_in(ns, ["iptables-save"]).stdout
 
@@ -830,7 +702,7 @@ class KernelNetwork:
     def _counters(self) -> dict[str, dict[tuple[str, str], int]]:
         out: dict[str, dict[tuple[str, str], int]] = {}
         for node_name, ns in self.node_ns.items():
-            if self.rules[node_name].mode != "iptables":
+            if self.rules.mode(node_name) != "iptables":
                 continue
             counts: dict[tuple[str, str], int] = {}
             table = ""
@@ -870,7 +742,7 @@ class KernelNetwork:
                                        list(hits)))
             except Exception as e:      # the model may not know a construct; the kernel view still stands
                 result.hops.append(Hop(entry, f"model could not trace these rules: {e}"))
-        if entry and self.rules.get(entry) and self.rules[entry].mode == "nftables":
+        if entry and self.rules.mode(entry) == "nftables":
             lookups = self._nft_lookups(entry, dst, int(dport))
             result.hops.append(Hop(entry, "kernel: what the nftables maps hold for this packet: " +
                                    "; ".join(lookups)))
@@ -974,8 +846,9 @@ class KernelNetwork:
             self._keeper.join(5)
         if self._unsubscribe is not None:
             self._unsubscribe()
-        if self._on_rules in self.proxies.listeners:
-            self.proxies.listeners.remove(self._on_rules)
+        self.rules.closed = True
+        if self.rules.on_rules in self.proxies.listeners:
+            self.proxies.listeners.remove(self.rules.on_rules)
         self.servers.close()
         for name in list_namespaces(self.run + "-"):
             remove_namespace(name)
@@ -983,40 +856,3 @@ class KernelNetwork:
         _LIVE.discard(self)
 
 
-def _declared_chains(dump: str) -> dict[str, set[str]]:
-    chains: dict[str, set[str]] = {}
-    table = ""
-    for line in dump.splitlines():
-        if line.startswith("*"):
-            table = line[1:].strip()
-            chains.setdefault(table, set())
-        elif line.startswith(":"):
-            chains.setdefault(table, set()).add(line[1:].split()[0])
-    return chains
-
-
-def _with_deletions(dump: str, stale: dict[str, list[str]]) -> str:
-    """The dump plus, per table, the declaration and deletion of chains that no longer exist (as kube-proxy does)."""
-    if not any(stale.values()):
-        return dump
-    out = []
-    table = ""
-    seen = set()
-    for line in dump.splitlines():
-        if line.startswith("*"):
-            table = line[1:].strip()
-            seen.add(table)
-            out.append(line)
-            out.extend(f":{c} - [0:0]" for c in stale.get(table, []))
-        elif line.strip() == "COMMIT":
-            out.extend(f"-X {c}" for c in stale.get(table, []))
-            out.append(line)
-        else:
-            out.append(line)
-    for t, chains in stale.items():
-        if t not in seen and chains:
-            out.append(f"*{t}")
-            out.extend(f":{c} - [0:0]" for c in chains)
-            out.extend(f"-X {c}" for c in chains)
-            out.append("COMMIT")
-    return "\n".join(out) + "\n"

@@ -14,7 +14,7 @@ from labsupport.control.cluster import Cluster
 from labsupport.shape import CLIENT_IP, ZONES, ClusterConfig
 from labsupport.sim.network import SimNetwork
 from labsupport.model.objects import LAST_APPLIED, clone, merge_for_apply
-from labsupport.errors import BadRequest, LabError, NotFound
+from labsupport.errors import BadRequest, NotFound
 from labsupport.model.kinds import by_kind, resolve
 from labsupport.proxy.daemon import KubeProxyDaemons
 from labsupport.results import ClusterSnapshot

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 import random
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 

@@ -485,7 +485,7 @@ def test_meter_counts_bytes_for_every_watcher(web):
 
 
 def test_cluster_without_system_pods_is_fast_and_quiet():
-    from labsupport.control.cluster import ClusterConfig
+    from labsupport.shape import ClusterConfig
     c = Cluster(ClusterConfig(system_pods=False))
     assert c.list("pods", None) == []
 

@@ -1,7 +1,7 @@
 """The netns backend's pure helpers: they need no kernel and run everywhere."""
 from __future__ import annotations
 
-from labsupport.netns.network import _declared_chains, _with_deletions
+from labsupport.netns.rules import _declared_chains, _with_deletions
 from labsupport.netns.namespaces import link_name, ns_name
 
 DUMP = """*filter

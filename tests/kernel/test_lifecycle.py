@@ -29,7 +29,7 @@ def test_ipvs_is_refused_naming_sim():
 
 
 def test_preflight_says_root_is_missing(monkeypatch):
-    from labsupport.netns import network as kernel
+    from labsupport.netns import machine as kernel
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert any("root" in p for p in kernel.problems())
     with pytest.raises(BackendUnavailable, match="needs root"):
@@ -45,7 +45,7 @@ def test_lab_says_root_is_missing(monkeypatch):
 
 
 def test_preflight_says_linux_is_missing(monkeypatch):
-    from labsupport.netns import network as kernel
+    from labsupport.netns import machine as kernel
     monkeypatch.setattr(kernel.platform, "system", lambda: "Darwin")
     (problem,) = kernel.problems()
     assert "Linux" in problem and "Darwin" in problem
@@ -53,7 +53,7 @@ def test_preflight_says_linux_is_missing(monkeypatch):
 
 def test_doctor_problems_empty_here():
     require_kernel(*TOOLS)
-    from labsupport.netns import network as kernel
+    from labsupport.netns import machine as kernel
     assert kernel.problems() == []
 
 
@@ -98,7 +98,7 @@ CHILD = textwrap.dedent("""
 @pytest.mark.parametrize("mode", ["iptables", "nftables"])
 def test_killed_run_is_cleaned(mode):
     require_kernel(*TOOLS)
-    from labsupport.netns.network import clean
+    from labsupport.netns.machine import clean
     from labsupport.netns.namespaces import ETC_NETNS, list_namespaces, root_links
     child = subprocess.Popen([sys.executable, "-c", CHILD, mode], stdout=subprocess.PIPE, text=True,
                              cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -190,7 +190,8 @@ def test_readiness_probes_are_real_requests():
 
 
 def test_a_failed_load_is_repaired_by_a_full_reload(monkeypatch):
-    from labsupport.netns import network as kernel
+    from labsupport.netns import rules as kernel
+    from labsupport.netns.namespaces import KernelError
     lab = make_lab("nftables")
     try:
         lab.apply(WEB)
@@ -201,14 +202,14 @@ def test_a_failed_load_is_repaired_by_a_full_reload(monkeypatch):
         def flaky(ns, argv, **kw):
             if argv[:2] == ["nft", "-f"] and broken["left"]:
                 broken["left"] -= 1
-                raise kernel.KernelError("nft -f failed (injected)")
+                raise KernelError("nft -f failed (injected)")
             return real(ns, argv, **kw)
         monkeypatch.setattr(kernel, "run_in", flaky)
         lab.apply(WEB.replace("name: web}", "name: web2}").replace("app: web}", "app: web2}"))
         lab.wait(lambda l: ready(l, "web2") == 3, timeout=120)
         try:
             lab._backend.network.refresh()
-        except kernel.KernelError:
+        except KernelError:
             pass                                  # the failure hit this refresh, not the background one
         assert broken["left"] == 0
         monkeypatch.setattr(kernel, "run_in", real)

@@ -81,7 +81,7 @@ def test_executes_on_netns(path, tmp_path, monkeypatch):
     try:
         client.execute()
     finally:
-        from labsupport.netns.network import clean
+        from labsupport.netns.machine import clean
         clean()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
