@@ -23,7 +23,7 @@ class NetnsBackend(EmbeddedBackend):
 
     def prober(self) -> Any:
         """The kernel network probes pods from their node's namespace."""
-        return self.network
+        return self.network.prober
 
 
 __all__ = ["NetnsBackend"]

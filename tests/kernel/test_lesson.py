@@ -169,10 +169,10 @@ def test_real_tools_from_a_shell_see_the_cluster(lab):
     (pod,) = lab.get("pods", selector="app=shell")
     network = lab._backend.network
     deadline = time.monotonic() + 10
-    while pod["metadata"]["uid"] not in network.sandboxes and time.monotonic() < deadline:
+    while pod["metadata"]["uid"] not in network.pods.sandboxes and time.monotonic() < deadline:
         time.sleep(0.1)                                     # no lab verb: the network catches up by itself
     with lab._backend.cluster.lock:                         # and finishes that round (rules, DNS) under the lock
-        ns = network.sandboxes[pod["metadata"]["uid"]].ns
+        ns = network.pods.sandboxes[pod["metadata"]["uid"]].ns
     out = subprocess.run(["ip", "netns", "exec", ns, "curl", "-sS", "-m", "3", "http://shell/hostname"],
                          capture_output=True, text=True)
     assert out.stdout == pod["metadata"]["name"], out.stderr

@@ -68,16 +68,16 @@ def test_close_removes_everything():
     names = network.namespaces()
     try:
         assert len(names) >= 8
-        node_ns = network.node_ns["lab-worker"]
+        node_ns = network.topology.node_ns["lab-worker"]
         links = _links_in(node_ns)
         assert "lsk-cni0" in links and "eth0" in links
-        assert any(link.startswith("lskn") for link in _links_in(network.net_ns))
-        assert os.path.exists(f"/etc/netns/{network.dns_ns}/resolv.conf")
+        assert any(link.startswith("lskn") for link in _links_in(network.topology.net_ns))
+        assert os.path.exists(f"/etc/netns/{network.topology.dns_ns}/resolv.conf")
     finally:
         lab.close()
     listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not any(n in listing for n in names)
-    assert not os.path.exists(f"/etc/netns/{network.dns_ns}")
+    assert not os.path.exists(f"/etc/netns/{network.topology.dns_ns}")
 
 
 CHILD = textwrap.dedent("""
@@ -138,7 +138,7 @@ def test_mode_switch_and_kube_proxy_restart():
         lab.set_proxy_mode("nftables")
         saved = network.kernel_rules("lab-worker")
         assert "table ip kube-proxy" in saved and ip in saved
-        iptables = subprocess.run(["ip", "netns", "exec", network.node_ns["lab-worker"], "iptables-save"],
+        iptables = subprocess.run(["ip", "netns", "exec", network.topology.node_ns["lab-worker"], "iptables-save"],
                                   capture_output=True, text=True).stdout
         assert "KUBE-SERVICES" not in iptables
         assert lab.curl(f"http://{ip}/", source="node/lab-worker").status == 200
@@ -151,7 +151,7 @@ def test_mode_switch_and_kube_proxy_restart():
         lab.start_kube_proxy("lab-worker")
         assert lab.curl(f"http://{ip2}/", source="node/lab-worker").status == 200
         lab.set_proxy_mode("iptables")
-        gone = subprocess.run(["ip", "netns", "exec", network.node_ns["lab-worker"], "nft", "list", "tables"],
+        gone = subprocess.run(["ip", "netns", "exec", network.topology.node_ns["lab-worker"], "nft", "list", "tables"],
                               capture_output=True, text=True).stdout
         assert "kube-proxy" not in gone
         assert ip2 in network.kernel_rules("lab-worker")
@@ -214,7 +214,7 @@ def test_a_failed_load_is_repaired_by_a_full_reload(monkeypatch):
         assert broken["left"] == 0
         monkeypatch.setattr(kernel, "run_in", real)
         ip2 = lab.get("svc", "web2")["spec"]["clusterIP"]
-        for node in lab._backend.network.node_ns:
+        for node in lab._backend.network.topology.node_ns:
             assert lab.curl(f"http://{ip2}/", source=f"node/{node}").status == 200, node
     finally:
         lab.close()

@@ -36,7 +36,7 @@ def test_kernel_follows_every_change(mode):
 
         def check(step: str) -> None:
             network.refresh()
-            for node, ns in network.node_ns.items():
+            for node, ns in network.topology.node_ns.items():
                 want = rendered_chains(mode, proxies.agent(node).rules)
                 assert kernel_chains(mode, ns) == want, (step, node)
 
