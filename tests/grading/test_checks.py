@@ -5,26 +5,7 @@ import pytest
 
 from labsupport import Lab, checks
 from labsupport.checks import CheckFailed
-
-WEB = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: nginx, image: nginx:1.27}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec:
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: 80}]
-"""
+from tests.conftest import WEB
 
 ECHO = """
 apiVersion: apps/v1

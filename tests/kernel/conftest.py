@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 
 import pytest
@@ -40,3 +41,34 @@ def make_lab(mode: str, seed: int = 0):
     lab = Lab(backend="netns", seed=seed, proxy_mode=mode)
     lab._backend.network.curl_timeout = 2
     return lab
+
+
+class Netns:
+    """A fresh network namespace `lsk-t-<random>`; `run(...)` executes a command inside it."""
+
+    def __init__(self) -> None:
+        self.name = "lsk-t-" + secrets.token_hex(4)
+        subprocess.run(["ip", "netns", "add", self.name], check=True, capture_output=True)
+
+    def run(self, *argv: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        """Run argv inside the namespace; raise with the tool's stderr when it fails and check is true."""
+        proc = subprocess.run(["ip", "netns", "exec", self.name, *argv], input=input, text=True,
+                              capture_output=True)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()}")
+        return proc
+
+    def delete(self) -> None:
+        """Remove the namespace."""
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+
+
+@pytest.fixture
+def netns():
+    """A fresh network namespace, deleted after the test whatever happens."""
+    require_kernel()
+    ns = Netns()
+    try:
+        yield ns
+    finally:
+        ns.delete()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import require_kernel
+from labsupport.testing import require_kernel
 
 
 def test_missing_tool_skips_outside_ci(monkeypatch):

@@ -7,9 +7,9 @@ from labsupport.proxy import render
 from labsupport.proxy.iptables import render_iptables
 from labsupport.proxy.nftables import NftablesSyncer
 
-from .conftest import require_kernel
-from .fixtures import GOLDEN_CONFIG, SCENARIOS, endpoint, endpointslice, node, scenario, two_services
-from .test_iptables_overall import overall_objects
+from labsupport.testing import require_kernel
+from tests.proxy.fixtures import GOLDEN_CONFIG, SCENARIOS, endpoint, endpointslice, node, scenario, two_services
+from tests.proxy.test_iptables_overall import overall_objects
 
 
 def objects(case: str) -> tuple[list[dict], list[dict]]:

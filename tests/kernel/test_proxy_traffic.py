@@ -9,8 +9,8 @@ import pytest
 
 from labsupport.proxy import KubeProxy
 
-from .conftest import require_kernel
-from .fixtures import GOLDEN_CONFIG, node, scenario, two_services
+from labsupport.testing import require_kernel
+from tests.proxy.fixtures import GOLDEN_CONFIG, node, scenario, two_services
 
 pytestmark = pytest.mark.kernel
 
