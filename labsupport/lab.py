@@ -7,6 +7,7 @@ from typing import Any, Callable
 from labsupport.backend import Backend
 from labsupport.errors import BackendUnavailable, BadRequest, LabError, NotFound
 from labsupport.manifests import load_manifests
+from labsupport.results import CurlResult, NslookupAnswer, Trace
 from labsupport.shape import PROXY_MODES
 
 BACKENDS = ("sim", "netns", "kind", "kube")
@@ -92,11 +93,11 @@ class Lab:
         return self._backend.now()
 
     # --- the network ---------------------------------------------------------------------------------------
-    def nslookup(self, name: str, pod: str | None = None):
+    def nslookup(self, name: str, pod: str | None = None) -> NslookupAnswer:
         """Resolve a name as `nslookup` in a pod would (default: a throwaway pod in the default namespace)."""
         return self._backend.nslookup(name, pod)
 
-    def curl(self, url: str, source: str = "client", **options: Any):
+    def curl(self, url: str, source: str = "client", **options: Any) -> CurlResult:
         """One HTTP request from `source` ("client", "node/<name>", "pod/<name>", "pod/<ns>/<name>").
 
         Connection refused or timed out is a result, not an exception."""
@@ -106,7 +107,7 @@ class Lab:
         """Open a keep-alive connection: its requests stay on one pod until it closes."""
         return self._backend.connect(url, source)
 
-    def trace(self, url: str, source: str = "client"):
+    def trace(self, url: str, source: str = "client") -> Trace:
         """The path one new connection takes: hops, the rules that matched, every NAT rewrite."""
         return self._backend.trace(url, source)
 
@@ -170,13 +171,13 @@ class Lab:
     @property
     def cluster(self):
         """The embedded control plane (sim and netns only)."""
-        cluster = getattr(self._backend, "cluster", None)
-        if cluster is None:
+        from labsupport.sim.backend import EmbeddedBackend
+        if not isinstance(self._backend, EmbeddedBackend):
             raise LabError(f"the {self.backend_name} backend has no embedded control plane")
-        return cluster
+        return self._backend.cluster
 
     @property
-    def backend(self):
+    def backend(self) -> Backend:
         """The backend object behind the verbs."""
         return self._backend
 

@@ -160,3 +160,32 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 ])
 def test_the_cycle_finder_finds_circles(graph, expected):
     assert sorted(sorted(c) for c in strongly_connected(graph)) == expected
+
+
+def _backend_classes():
+    from labsupport.kind.client import KubeBackend
+    from labsupport.kind.cluster import KindBackend
+    from labsupport.netns.backend import NetnsBackend
+    from labsupport.sim.backend import EmbeddedBackend
+    return [EmbeddedBackend, NetnsBackend, KubeBackend, KindBackend]
+
+
+@pytest.mark.parametrize("cls", _backend_classes(), ids=lambda c: c.__name__)
+def test_every_backend_implements_the_protocol(cls):
+    import inspect
+
+    from labsupport.backend import Backend
+    wanted = [name for name, value in vars(Backend).items() if callable(value) and not name.startswith("_")]
+    assert "snapshot" in wanted and "curl" in wanted
+    problems = []
+    for name in wanted:
+        have = getattr(cls, name, None)
+        if have is None:
+            problems.append(f"{name} is missing")
+            continue
+        want = list(inspect.signature(getattr(Backend, name)).parameters)
+        got = list(inspect.signature(have).parameters)
+        if [p for p in want if p not in got]:
+            problems.append(f"{name}{tuple(got)} lacks parameters of {name}{tuple(want)}")
+    assert isinstance(getattr(cls, "name", None), str), f"{cls.__name__} names no backend"
+    assert not problems, f"{cls.__name__} does not implement labsupport.backend.Backend: " + "; ".join(problems)
