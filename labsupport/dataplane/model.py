@@ -61,8 +61,9 @@ def compile_rules(mode: str, rules: str) -> Program:
         from labsupport.dataplane.iptables_parse import parse_iptables
         return parse_iptables(rules)
     if mode == "nftables":
-        from labsupport.dataplane.nft_parse import NftRuleset
-        return NftRuleset.parse(rules).compile()
+        from labsupport.dataplane.nft_compiler import compile_ruleset
+        from labsupport.dataplane.nft_ruleset import NftRuleset
+        return compile_ruleset(NftRuleset.parse(rules))
     from labsupport.dataplane.ipvs_parse import parse_ipvs_bundle
     return parse_ipvs_bundle(rules)
 
@@ -248,11 +249,12 @@ class NodeDatapath:
         """Apply an incremental `nft -f` transaction on top of the loaded nftables rule set."""
         if self.mode != "nftables":
             raise UnknownMode("incremental updates apply to nftables mode only; use load() for " + self.mode)
-        from labsupport.dataplane.nft_parse import NftRuleset
+        from labsupport.dataplane.nft_compiler import compile_ruleset
+        from labsupport.dataplane.nft_ruleset import NftRuleset
         if self._nft is None:
             self._nft = self.program.source if getattr(self.program, "source", None) else NftRuleset()
         self._nft.apply(transaction)
-        self.program = self._nft.compile()
+        self.program = compile_ruleset(self._nft)
 
     def connect(self, src: str, sport: int, dst: str, dport: int, protocol: str = "tcp",
                 now: float = 0.0) -> Connection:
