@@ -7,6 +7,8 @@ import json
 import struct
 from typing import BinaryIO
 
+from labsupport.errors import LabError
+
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #: Protocols in the order the server prefers them.
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io",
@@ -15,7 +17,7 @@ STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 MAX_FRAME = 16 * 1024 * 1024
 
 
-class WebSocketClosed(Exception):
+class WebSocketClosed(LabError):
     """The peer closed the connection."""
 
 

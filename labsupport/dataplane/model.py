@@ -23,7 +23,7 @@ from typing import Iterable, Optional
 from labsupport.dataplane import netfilter as nf
 from labsupport.dataplane.netfilter import (ACCEPT, Context, FirstSeen, Hit, Packet, Program, RandomChoices,
                                             ScriptedChoices, State, describe, int_to_ip, ip_to_int, proto_name)
-from labsupport.errors import LabError
+from labsupport.errors import LabError, UnknownProxyMode
 
 MODES = ("iptables", "nftables", "ipvs")
 MAX_PATHS = 100_000
@@ -34,13 +34,9 @@ ESTABLISHED_DNAT = frozenset({"ESTABLISHED", "DNAT"})
 TIMEOUTS = {"tcp": 86400.0, "udp": 30.0, "sctp": 432000.0}
 
 
-class UnknownMode(LabError):
-    """A proxy mode other than iptables, nftables or ipvs."""
-
-
 def _check_mode(mode: str) -> str:
     if mode not in MODES:
-        raise UnknownMode(f"unknown proxy mode {mode!r}: use one of " + ", ".join(MODES))
+        raise UnknownProxyMode(mode, MODES)
     return mode
 
 
@@ -248,7 +244,7 @@ class NodeDatapath:
     def apply(self, transaction: str) -> None:
         """Apply an incremental `nft -f` transaction on top of the loaded nftables rule set."""
         if self.mode != "nftables":
-            raise UnknownMode("incremental updates apply to nftables mode only; use load() for " + self.mode)
+            raise LabError("incremental updates apply to nftables mode only; use load() for " + self.mode)
         from labsupport.dataplane.nft_compiler import compile_ruleset
         from labsupport.dataplane.nft_ruleset import NftRuleset
         if self._nft is None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from labsupport.errors import UnknownProxyMode
+
 MODES = ("iptables", "nftables", "ipvs")
 
 
@@ -19,7 +21,7 @@ def render(mode: str, services: Iterable[dict], endpointslices: Iterable[dict], 
     if mode == "ipvs":
         from labsupport.proxy.ipvs import render_ipvs
         return render_ipvs(services, endpointslices, node, config, nfacct=nfacct)
-    raise ValueError(f'unknown proxy mode "{mode}": use one of {", ".join(MODES)}')
+    raise UnknownProxyMode(mode, MODES)
 
 
 __all__ = ["render", "MODES"]
