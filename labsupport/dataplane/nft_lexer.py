@@ -19,7 +19,6 @@ class Quoted(str):
     """A token that was a double-quoted string literal."""
 
 
-
 def tokenize(text: str) -> tuple[list, list[int], list[str]]:
     """Split nft text into tokens (`{ } ; , \\n` stand alone; `#` starts a comment).
 

@@ -466,13 +466,13 @@ class NftRuleset:
             out.append((key, value))
 
 
-def key_text(key) -> str:
+def key_text(key: object) -> str:
     """An element key as nft prints it (`10.0.0.1 . tcp . 80`)."""
     parts = key if isinstance(key, tuple) else (key,)
     return " . ".join(int_to_ip(p) if isinstance(p, int) and p > 65535 else str(p) for p in parts)
 
 
-def element_value(kind: str, tok) -> object:
+def element_value(kind: str, tok: object) -> object:
     """Parse one element component of the given kind (ip → int or (net, mask) for a prefix)."""
     text = str(tok)
     if kind == "ip":
