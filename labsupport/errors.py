@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 
 class LabError(Exception):
@@ -12,6 +12,15 @@ class LabError(Exception):
 
 class BackendUnavailable(LabError):
     """A backend cannot run on this machine; the message says why and what to do instead."""
+
+
+class UnknownProxyMode(LabError, ValueError):
+    """A kube-proxy mode that does not exist; the message names the valid ones."""
+
+    def __init__(self, mode: object, modes: Iterable[str]):
+        self.mode = mode
+        self.modes = tuple(sorted(modes))
+        super().__init__(f"unknown proxy mode {mode!r}: choose one of {', '.join(self.modes)}")
 
 
 class APIError(LabError):

@@ -5,7 +5,7 @@ import os
 from typing import Any, Callable
 
 from labsupport.backend import Backend
-from labsupport.errors import BackendUnavailable, BadRequest, LabError, NotFound
+from labsupport.errors import BackendUnavailable, BadRequest, LabError, NotFound, UnknownProxyMode
 from labsupport.manifests import load_manifests
 from labsupport.results import CurlResult, NslookupAnswer, Trace
 from labsupport.shape import PROXY_MODES
@@ -31,7 +31,7 @@ class Lab:
             raise BackendUnavailable(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
         proxy_mode = proxy_mode or os.environ.get("LABSUPPORT_PROXY_MODE") or "iptables"
         if proxy_mode not in PROXY_MODES:
-            raise BadRequest(f"unknown proxy_mode {proxy_mode!r}: choose one of {', '.join(PROXY_MODES)}")
+            raise UnknownProxyMode(proxy_mode, PROXY_MODES)
         self.backend_name = backend
         self.seed = seed
         self.namespace = namespace or "default"
@@ -128,7 +128,7 @@ class Lab:
     def set_proxy_mode(self, mode: str) -> None:
         """Change `mode` in the kube-proxy ConfigMap and restart the kube-proxy pods, as on a real cluster."""
         if mode not in PROXY_MODES:
-            raise BadRequest(f"unknown proxy mode {mode!r}: choose one of {', '.join(PROXY_MODES)}")
+            raise UnknownProxyMode(mode, PROXY_MODES)
         self._backend.set_proxy_mode(mode)
 
     def stop_kube_proxy(self, node: str | None = None) -> None:

@@ -7,12 +7,13 @@ virtual clock while nothing else happens, so waits finish in real seconds.
 from __future__ import annotations
 
 import base64
+import datetime
+import ipaddress
 import os
 import secrets
 import shutil
 import socket
 import ssl
-import subprocess
 import tempfile
 import threading
 import time
@@ -22,27 +23,53 @@ from http.server import ThreadingHTTPServer
 from typing import Any, Callable
 
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from labsupport.apiserver.handler import RequestHandler
 from labsupport.apiserver.fields import FieldOwners
 from labsupport.apiserver.routes import IDLE_STEP
 from labsupport.control.clock import rfc3339
 from labsupport.model.objects import clone
-from labsupport.errors import BackendUnavailable
 
 
 def make_certificate(directory: str) -> tuple[str, str]:
-    """Write a self-signed certificate for 127.0.0.1 and its key into `directory`; returns (cert, key) paths."""
+    """Write a self-signed certificate for 127.0.0.1 and its key into `directory`; returns (cert, key) paths.
+
+    An ECDSA P-256 key and a ten-year certificate for `127.0.0.1` and `localhost`, made in-process; the kubeconfig
+    trusts the certificate itself as its CA, so it is marked as one.
+    """
     cert, key = os.path.join(directory, "server.crt"), os.path.join(directory, "server.key")
-    try:
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                        "-nodes", "-days", "3650", "-subj", "/CN=labsupport-apiserver",
-                        "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", key, "-out", cert],
-                       check=True, capture_output=True, timeout=30)
-    except (OSError, subprocess.SubprocessError) as e:
-        raise BackendUnavailable("the embedded API server needs the `openssl` command to make its TLS certificate "
-                                 "(kubectl sends tokens over TLS only): install openssl") from e
-    os.chmod(key, 0o600)
+    private = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "labsupport-apiserver")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                    x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, content_commitment=False,
+                                     key_encipherment=False, data_encipherment=False, key_agreement=False,
+                                     crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(private.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(private.public_key()), critical=False)
+        .sign(private, hashes.SHA256())
+    )
+    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                        serialization.NoEncryption()))
+    with open(cert, "wb") as out:
+        out.write(certificate.public_bytes(serialization.Encoding.PEM))
     return cert, key
 
 

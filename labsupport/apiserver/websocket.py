@@ -1,27 +1,38 @@
-"""The server side of WebSocket (RFC 6455) and the Kubernetes channel protocol kubectl speaks for exec/attach."""
+"""The server side of WebSocket (RFC 6455) and the Kubernetes channel protocol kubectl speaks for exec/attach.
+
+The framing — masking, lengths, fragments, pings, the close handshake, malformed frames — is the `websockets`
+package's sans-I/O protocol: the request handler owns the socket and has already answered the upgrade, so this
+module only feeds the protocol the bytes it reads and writes out the bytes it is given.
+"""
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-import struct
+from collections import deque
 from typing import BinaryIO
 
-GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+from websockets.exceptions import InvalidState
+from websockets.frames import Frame, Opcode
+from websockets.protocol import State
+from websockets.server import ServerProtocol
+from websockets.utils import accept_key as _accept_key
+
+from labsupport.errors import LabError
+
 #: Protocols in the order the server prefers them.
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io",
              "channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 MAX_FRAME = 16 * 1024 * 1024
+READ_SIZE = 64 * 1024
 
 
-class WebSocketClosed(Exception):
+class WebSocketClosed(LabError):
     """The peer closed the connection."""
 
 
 def accept_key(key: str) -> str:
     """The Sec-WebSocket-Accept value for a client's Sec-WebSocket-Key."""
-    return base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
+    return _accept_key(key)
 
 
 def choose_protocol(header: str) -> str | None:
@@ -41,19 +52,37 @@ class WebSocket:
         self.writer = writer
         self.protocol = protocol
         self.closed = False
+        self._connection = ServerProtocol(state=State.OPEN, max_size=MAX_FRAME)
+        self._frames: deque[Frame] = deque()
+        self._fragments: list[bytes] = []
+        self._fragment_opcode = 0
+
+    def _flush(self) -> None:
+        """Write out what the protocol has queued (frames, pongs, the close reply)."""
+        data = b"".join(self._connection.data_to_send())
+        if data:
+            self.writer.write(data)
+            self.writer.flush()
 
     def send(self, payload: bytes, opcode: int = 2) -> None:
-        """Send one unmasked frame."""
-        header = bytes([0x80 | opcode])
-        size = len(payload)
-        if size < 126:
-            header += bytes([size])
-        elif size < 65536:
-            header += bytes([126]) + struct.pack("!H", size)
-        else:
-            header += bytes([127]) + struct.pack("!Q", size)
-        self.writer.write(header + payload)
-        self.writer.flush()
+        """Send one unmasked frame: 1 text, 2 binary, 8 close (payload: code and reason), 9 ping, 10 pong."""
+        try:
+            if opcode == Opcode.BINARY:
+                self._connection.send_binary(payload)
+            elif opcode == Opcode.TEXT:
+                self._connection.send_text(payload)
+            elif opcode == Opcode.PING:
+                self._connection.send_ping(payload)
+            elif opcode == Opcode.PONG:
+                self._connection.send_pong(payload)
+            elif opcode == Opcode.CLOSE:
+                code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 1000
+                self._connection.send_close(code, payload[2:].decode("utf-8", errors="replace"))
+            else:
+                raise ValueError(f"not a WebSocket opcode this server sends: {opcode}")
+        except InvalidState as e:
+            raise WebSocketClosed() from e
+        self._flush()
 
     def send_channel(self, channel: int, data: bytes) -> None:
         """Send data on a channel of the Kubernetes stream protocol."""
@@ -84,35 +113,48 @@ class WebSocket:
             return
         self.closed = True
         try:
-            self.send(struct.pack("!H", code), opcode=8)
-        except OSError:
+            if self._connection.state is State.OPEN:
+                self._connection.send_close(code)
+            self._flush()
+        except (OSError, InvalidState):
             pass
 
     def receive(self) -> tuple[int, bytes]:
         """Read one message (opcode, payload), answering pings; WebSocketClosed at the end."""
         while True:
-            head = self.reader.read(2)
-            if len(head) < 2:
+            while self._frames:
+                message = self._take(self._frames.popleft())
+                if message is not None:
+                    return message
+            if self._connection.state is not State.OPEN:
+                self.closed = True
                 raise WebSocketClosed()
-            opcode = head[0] & 0x0F
-            masked = head[1] & 0x80
-            size = head[1] & 0x7F
-            if size == 126:
-                size = struct.unpack("!H", self.reader.read(2))[0]
-            elif size == 127:
-                size = struct.unpack("!Q", self.reader.read(8))[0]
-            if size > MAX_FRAME:
+            data = self.reader.read1(READ_SIZE)  # type: ignore[attr-defined]
+            if data:
+                self._connection.receive_data(data)
+            else:
+                self._connection.receive_eof()
+            self._frames.extend(self._connection.events_received())
+            try:
+                self._flush()
+            except OSError:
+                pass
+            if not data and not self._frames:
+                self.closed = True
                 raise WebSocketClosed()
-            mask = self.reader.read(4) if masked else b""
-            payload = self.reader.read(size)
-            if masked:
-                payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-            if opcode == 8:
-                self.close()
-                raise WebSocketClosed()
-            if opcode == 9:
-                self.send(payload, opcode=10)
-                continue
-            if opcode == 10:
-                continue
-            return opcode, payload
+
+    def _take(self, frame: Frame) -> tuple[int, bytes] | None:
+        """The message a frame completes, or None (a fragment, a ping, a pong); WebSocketClosed on close."""
+        if frame.opcode is Opcode.CLOSE:
+            self.closed = True
+            raise WebSocketClosed()
+        if frame.opcode in (Opcode.PING, Opcode.PONG):
+            return None                 # the protocol has queued the pong already
+        if frame.opcode is not Opcode.CONT:
+            self._fragment_opcode = int(frame.opcode)
+            self._fragments = []
+        self._fragments.append(bytes(frame.data))
+        if not frame.fin:
+            return None
+        payload, self._fragments = b"".join(self._fragments), []
+        return self._fragment_opcode, payload

@@ -6,7 +6,7 @@ import ipaddress
 import random
 from dataclasses import dataclass, field
 
-from labsupport.errors import FieldError, InternalError, Invalid
+from labsupport.errors import FieldError, InternalError, Invalid, LabError
 from labsupport.model.defaults import prepare_service_update
 
 ERR_FULL = "range is full"
@@ -28,7 +28,7 @@ def node_port_static_band(size: int) -> int:
     return min(max(16, size // 32), 128)
 
 
-class RangeError(Exception):
+class RangeError(LabError):
     """A bitmap range refused a request; the text is upstream's (`provided port is already allocated`)."""
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from labsupport.dataplane import netfilter as nf
+from labsupport.dataplane.ipset import IpSet
 from labsupport.dataplane.netfilter import (Chain, Program, Rule, RulesSyntaxError, ip_to_int, parse_cidr,
                                             proto_name)
 
@@ -284,7 +285,6 @@ def _ipset_match(sets: dict, name: str, flags: str, negate: bool):
     dirs = flags.split(",")
     if name not in sets:
         # `ipset list` leaves out nothing, but a trimmed listing may omit empty sets: treat them as empty.
-        from labsupport.dataplane.ipvs_parse import IpSet
         sets[name] = IpSet(name, "hash:" + ",".join(["ip"] * len(dirs)))
     ipset = sets[name]
 

@@ -23,7 +23,7 @@ from typing import Iterable, Optional
 from labsupport.dataplane import netfilter as nf
 from labsupport.dataplane.netfilter import (ACCEPT, Context, FirstSeen, Hit, Packet, Program, RandomChoices,
                                             ScriptedChoices, State, describe, int_to_ip, ip_to_int, proto_name)
-from labsupport.errors import LabError
+from labsupport.errors import LabError, UnknownProxyMode
 from labsupport.shape import PROXY_MODES
 
 MAX_PATHS = 100_000
@@ -34,13 +34,9 @@ ESTABLISHED_DNAT = frozenset({"ESTABLISHED", "DNAT"})
 TIMEOUTS = {"tcp": 86400.0, "udp": 30.0, "sctp": 432000.0}
 
 
-class UnknownMode(LabError):
-    """A proxy mode other than iptables, nftables or ipvs."""
-
-
 def _check_mode(mode: str) -> str:
     if mode not in PROXY_MODES:
-        raise UnknownMode(f"unknown proxy mode {mode!r}: use one of " + ", ".join(PROXY_MODES))
+        raise UnknownProxyMode(mode, PROXY_MODES)
     return mode
 
 
@@ -61,8 +57,9 @@ def compile_rules(mode: str, rules: str) -> Program:
         from labsupport.dataplane.iptables_parse import parse_iptables
         return parse_iptables(rules)
     if mode == "nftables":
-        from labsupport.dataplane.nft_parse import NftRuleset
-        return NftRuleset.parse(rules).compile()
+        from labsupport.dataplane.nft_compiler import compile_ruleset
+        from labsupport.dataplane.nft_ruleset import NftRuleset
+        return compile_ruleset(NftRuleset.parse(rules))
     from labsupport.dataplane.ipvs_parse import parse_ipvs_bundle
     return parse_ipvs_bundle(rules)
 
@@ -247,12 +244,13 @@ class NodeDatapath:
     def apply(self, transaction: str) -> None:
         """Apply an incremental `nft -f` transaction on top of the loaded nftables rule set."""
         if self.mode != "nftables":
-            raise UnknownMode("incremental updates apply to nftables mode only; use load() for " + self.mode)
-        from labsupport.dataplane.nft_parse import NftRuleset
+            raise LabError("incremental updates apply to nftables mode only; use load() for " + self.mode)
+        from labsupport.dataplane.nft_compiler import compile_ruleset
+        from labsupport.dataplane.nft_ruleset import NftRuleset
         if self._nft is None:
             self._nft = self.program.source if getattr(self.program, "source", None) else NftRuleset()
         self._nft.apply(transaction)
-        self.program = self._nft.compile()
+        self.program = compile_ruleset(self._nft)
 
     def connect(self, src: str, sport: int, dst: str, dport: int, protocol: str = "tcp",
                 now: float = 0.0) -> Connection:

@@ -17,11 +17,7 @@ import random
 import string
 import threading
 import time
-import urllib.error
-import urllib.request
-from http.client import HTTPConnection
 from typing import Any, Callable, Iterator
-from urllib.parse import urlsplit
 
 import yaml
 
@@ -30,6 +26,7 @@ from labsupport.results import ClusterSnapshot, CurlResult, Hop, NslookupAnswer,
 from labsupport.model.objects import LAST_APPLIED, merge_for_apply
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, Conflict, NotFound, from_status
 from labsupport import tool_output
+from labsupport import rawhttp
 from labsupport.kind import parse
 from labsupport.kind.config import DNSUTILS_IMAGE
 from labsupport.kind.preflight import state_dir
@@ -76,10 +73,9 @@ class RealKeepAlive:
         self.backend = backend
         self.url = url if "://" in url else f"http://{url}"
         self.source = source
-        parts = urlsplit(self.url)
-        self._conn = HTTPConnection(parts.hostname, parts.port or 80, timeout=10)
+        self._conn = rawhttp.KeepAlive(self.url)
         self.closed = False
-        self.first = self.request(parts.path or "/")
+        self.first = self.request()
 
     @property
     def pod(self) -> str | None:
@@ -90,13 +86,10 @@ class RealKeepAlive:
         """Send one more request on this connection."""
         if self.closed:
             raise BadRequest("this connection is closed; open a new one with lab.connect()")
-        result = CurlResult(url=self.url, source=self.source)
-        try:
-            self._conn.request("GET", path or urlsplit(self.url).path or "/", headers={"User-Agent": "labsupport"})
-            response = self._conn.getresponse()
-            result.status, result.body = response.status, response.read().decode(errors="replace")
-        except OSError as e:
-            result.error, result.exit_code = f"curl: (56) Recv failure: {e}", 56
+        out = self._conn.get(path, headers={"User-Agent": "labsupport"})
+        result = CurlResult(url=self.url, source=self.source, status=out.status, body=out.body, error=out.error,
+                            exit_code=out.exit_code)
+        if out.status is None:
             self.closed = True
             return result
         result.pod, result.client_ip = parse.answering_pod(result.body)
@@ -627,32 +620,11 @@ class KubeBackend:
         return result
 
     def _curl_here(self, url: str, target: str, source: str, options: dict) -> CurlResult:
-        """The request from this machine, with Python's HTTP client; errors worded as curl words them."""
-        parts = urlsplit(target)
-        result = CurlResult(url=url, source=source)
-        timeout = float(options.get("timeout", 10))
-        headers = {"User-Agent": "curl/8.11.1", **(options.get("headers") or {})}
-        request = urllib.request.Request(target, headers=headers)
-        started = time.monotonic()
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                result.status, result.body = response.status, response.read().decode(errors="replace")
-        except urllib.error.HTTPError as e:
-            result.status, result.body = e.code, e.read().decode(errors="replace")
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            ms = int((time.monotonic() - started) * 1000)
-            port = parts.port or 80
-            if isinstance(reason, ConnectionRefusedError):
-                result.error, result.exit_code = (f"curl: (7) Failed to connect to {parts.hostname} port {port} "
-                                                  f"after {ms} ms: Couldn't connect to server"), 7
-            elif "timed out" in str(reason):
-                result.error, result.exit_code = (f"curl: (28) Failed to connect to {parts.hostname} port {port} "
-                                                  f"after {ms} ms: Timeout was reached"), 28
-            elif "Name or service not known" in str(reason) or "nodename nor servname" in str(reason):
-                result.error, result.exit_code = f"curl: (6) Could not resolve host: {parts.hostname}", 6
-            else:
-                result.error, result.exit_code = f"curl: (7) {reason}", 7
+        """The request from this machine; errors worded as curl words them."""
+        out = rawhttp.fetch(target, headers=options.get("headers"), timeout=float(options.get("timeout", 10)))
+        result = CurlResult(url=url, source=source, status=out.status, body=out.body, error=out.error,
+                            exit_code=out.exit_code)
+        if out.status is None:
             return result
         result.pod, result.client_ip = parse.answering_pod(result.body)
         result.hops = [Hop("this machine", f"GET {target}")]

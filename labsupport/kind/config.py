@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from labsupport.errors import UnknownProxyMode
 from labsupport.shape import PROXY_MODES, ZONES, ClusterConfig
 
 PREFIX = "labsupport"
@@ -84,7 +85,7 @@ def cluster_config(proxy_mode: str = "iptables", *, name: str = DEFAULT_CLUSTER,
     The control plane sits in the first zone; worker i in zone i (mod the number of zones). Zones are set with
     kubeadm patches (InitConfiguration for the first node, JoinConfiguration for the rest), as kubelet flags."""
     if proxy_mode not in PROXY_MODES:
-        raise ValueError(f"unknown proxy mode {proxy_mode!r}: choose one of {', '.join(PROXY_MODES)}")
+        raise UnknownProxyMode(proxy_mode, PROXY_MODES)
     if workers < 0:
         raise ValueError(f"workers must be 0 or more, not {workers}")
     control: dict[str, Any] = {"role": "control-plane"}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from labsupport.errors import UnknownProxyMode
 from labsupport.proxy.agent import KubeProxy, ModeSwitch, SyncResult
 from labsupport.shape import PROXY_MODES
 
@@ -20,7 +21,7 @@ def render(mode: str, services: Iterable[dict], endpointslices: Iterable[dict], 
     if mode == "ipvs":
         from labsupport.proxy.ipvs import render_ipvs
         return render_ipvs(services, endpointslices, node, config, nfacct=nfacct)
-    raise ValueError(f'unknown proxy mode "{mode}": use one of {", ".join(PROXY_MODES)}')
+    raise UnknownProxyMode(mode, PROXY_MODES)
 
 
 __all__ = ["render", "KubeProxy", "ModeSwitch", "SyncResult"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from labsupport.errors import UnknownProxyMode
 from labsupport.shape import PROXY_MODES
 from labsupport.proxy.iptables import FILTER_CHAINS_FIXED, NAT_CHAINS_FIXED, build_tables, count_rules, dump
 from labsupport.proxy.iptables import cleanup_commands as iptables_cleanup
@@ -58,7 +59,7 @@ class KubeProxy:
     def __init__(self, node: dict, mode: str = "iptables", config: dict | None = None, *,
                  service_cidrs: Iterable[str] = ("10.96.0.0/12",), nfacct: bool = False) -> None:
         if mode not in PROXY_MODES:
-            raise ValueError(f'unknown proxy mode "{mode}": use one of {", ".join(PROXY_MODES)}')
+            raise UnknownProxyMode(mode, PROXY_MODES)
         self._node = node
         self.node_info = NodeInfo.from_node(node)
         self._config = config
@@ -242,7 +243,7 @@ class KubeProxy:
     def set_mode(self, mode: str) -> ModeSwitch:
         """Switch proxy mode: clean up the old mode's rules and render the new mode from scratch."""
         if mode not in PROXY_MODES:
-            raise ValueError(f'unknown proxy mode "{mode}": use one of {", ".join(PROXY_MODES)}')
+            raise UnknownProxyMode(mode, PROXY_MODES)
         tool, text = self.cleanup()
         old = self.mode
         self.mode = mode

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from labsupport.dataplane import samples
-from labsupport.dataplane.model import NodeDatapath, UnknownMode, trace_packet
+from labsupport.dataplane.model import NodeDatapath, trace_packet
+from labsupport.errors import UnknownProxyMode
 
 DATA = Path(__file__).parent / "data"
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens"
@@ -118,7 +119,7 @@ def test_affinity_from_list_ruleset_form():
 
 
 def test_unknown_mode():
-    with pytest.raises(UnknownMode):
+    with pytest.raises(UnknownProxyMode):
         NodeDatapath("userspace", "", NODE)
-    with pytest.raises(UnknownMode):
+    with pytest.raises(UnknownProxyMode):
         trace_packet("userspace", "", NODE, "10.0.0.1", "10.0.0.2", 80)

@@ -5,7 +5,8 @@ from collections import Counter
 import pytest
 
 from labsupport.dataplane import samples
-from labsupport.dataplane.ipvs_parse import parse_ipsets, parse_ipvsadm, split_sections
+from labsupport.dataplane.ipset import parse_ipsets
+from labsupport.dataplane.ipvs_parse import parse_ipvsadm, split_sections
 from labsupport.dataplane.model import NodeDatapath, trace_packet
 from labsupport.dataplane.netfilter import RulesSyntaxError
 

@@ -6,7 +6,9 @@ import pytest
 from labsupport.dataplane import samples
 from labsupport.dataplane.model import NodeDatapath, trace_packet
 from labsupport.dataplane.netfilter import RulesSyntaxError
-from labsupport.dataplane.nft_parse import NftRuleset, parse_duration
+from labsupport.dataplane.nft_compiler import compile_ruleset
+from labsupport.dataplane.nft_lexer import parse_duration
+from labsupport.dataplane.nft_ruleset import NftRuleset
 from labsupport.errors import LabError
 
 DATA = Path(__file__).parent / "data"
@@ -93,7 +95,7 @@ delete element ip kube-proxy service-ips { 172.30.0.42 . tcp . 8080 }
 add element ip kube-proxy no-endpoint-services { 172.30.0.42 . tcp . 8080 : goto reject-chain }
 """)
     from labsupport.dataplane.model import explore, _local_set
-    program = rs.compile()
+    program = compile_ruleset(rs)
     local = _local_set(NODE)
     assert explore(program, local, "10.0.0.2", "172.30.0.41", 80).endpoints == ["10.0.1.9:80"]
     assert explore(program, local, "10.0.0.2", "172.30.0.42", 8080).verdict == "REJECT"
@@ -124,7 +126,7 @@ def test_durations():
 ])
 def test_garbage_names_line_and_text(text, lineno, fragment):
     with pytest.raises(RulesSyntaxError) as err:
-        NftRuleset.parse(text).compile()
+        compile_ruleset(NftRuleset.parse(text))
     assert isinstance(err.value, LabError)
     assert err.value.lineno == lineno
     assert f"line {lineno}" in str(err.value) and fragment in str(err.value)

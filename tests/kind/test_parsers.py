@@ -9,8 +9,9 @@ import pytest
 from labsupport.results import NslookupAnswer
 from labsupport.dataplane.ipvs_parse import parse_ipvs_bundle, parse_ipvsadm
 from labsupport.dataplane.model import trace_packet
-from labsupport.dataplane.nft_parse import NftRuleset
 from labsupport import tool_output
+from labsupport.dataplane.nft_compiler import compile_ruleset
+from labsupport.dataplane.nft_ruleset import NftRuleset
 from labsupport.kind import parse
 
 DATA = Path(__file__).parent / "data"
@@ -193,7 +194,7 @@ def test_nft_list_ruleset_from_a_kind_node():
     assert ours.startswith("table ip kube-proxy {") and ours.rstrip().endswith("}") and "kindnet" not in ours
     assert parse.nft_table(text, "inet", "kindnet-network-policies").count("chain ") == 1
     assert parse.nft_table(text, "ip6") == ""
-    NftRuleset.parse(ours).compile()
+    compile_ruleset(NftRuleset.parse(ours))
     (counter,) = parse.nft_counters(text)
     assert (counter.table, counter.chain, counter.packets, counter.bytes) == \
         ("inet kindnet-network-policies", "postrouting", 18234, 9921877)
