@@ -8,6 +8,7 @@ import pytest
 from websockets.client import ClientProtocol
 from websockets.frames import Opcode
 from websockets.protocol import State
+from websockets.uri import parse_uri
 
 from labsupport.apiserver.websocket import ERROR, STDOUT, WebSocket, WebSocketClosed, accept_key, choose_protocol
 from labsupport.errors import LabError
@@ -18,7 +19,7 @@ class Peer:
 
     def __init__(self, sock: socket.socket):
         self.sock = sock
-        self.protocol = ClientProtocol("ws://127.0.0.1/exec", state=State.OPEN)
+        self.protocol = ClientProtocol(parse_uri("ws://127.0.0.1/exec"), state=State.OPEN)
 
     def push(self) -> None:
         for chunk in self.protocol.data_to_send():
