@@ -9,7 +9,7 @@ bound: a process that exits on its signal ends the pod at once.
   accepting, finish the requests they hold and exit; an idle server exits at once.
 - `agnhost netexec`: Go's default action on SIGTERM ends the process at once; `--delay-shutdown=N` keeps it serving
   N seconds first. Other agnhost servers exit at once.
-- `echoserver`: nginx run in the foreground, stopped with SIGTERM (nginx's fast shutdown): exits at once.
+- `echoserver`: nginx (OpenResty) in the foreground; SIGTERM is nginx's fast shutdown: exits at once.
 - `coredns`: the `health` plugin's `lameduck 5s` (in the default Corefile) keeps it answering 5 s after SIGTERM.
 - `busybox`, `jessie-dnsutils` and other command images: the command runs as PID 1 of the container, and PID 1
   gets no default action for SIGTERM — `sleep 3600` ignores it and is killed when the grace period ends.
