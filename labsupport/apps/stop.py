@@ -54,7 +54,8 @@ def stop_behaviour(app: App) -> StopBehaviour:
     if app.kind == "agnhost-netexec":
         delay = _seconds_flag(app.argv, "--delay-shutdown")
         if delay > 0:
-            return StopBehaviour("SIGTERM", delay, f"netexec --delay-shutdown={delay:g}: serves {delay:g} s, then exits")
+            return StopBehaviour("SIGTERM", delay,
+                                 f"netexec --delay-shutdown={delay:g}: serves {delay:g} s more, then exits")
         return StopBehaviour("SIGTERM", 0.0, "agnhost exits on SIGTERM")
     if app.kind == "coredns":
         return StopBehaviour("SIGTERM", 5.0, "health plugin lameduck 5s: answers 5 s more, then exits")

@@ -1,4 +1,4 @@
-"""Termination on real packets: a preStop hook holds a serving, terminating endpoint; without one nginx leaves at once."""
+"""Termination on real packets: a preStop hook holds a serving, terminating endpoint; nginx alone leaves at once."""
 from __future__ import annotations
 
 import pytest
