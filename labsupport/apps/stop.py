@@ -17,8 +17,8 @@ bound: a process that exits on its signal ends the pod at once.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 import shlex
+from dataclasses import dataclass
 
 from labsupport.apps import App
 
