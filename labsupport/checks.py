@@ -16,6 +16,7 @@ import re
 from typing import Any, Iterable, NoReturn
 from urllib.parse import urlsplit
 
+from labsupport.apps.stop import hook_seconds
 from labsupport.errors import LabError, NotFound
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -125,6 +126,18 @@ def deployment_ready(lab: Any, name: str, replicas: int, image: str | None = Non
               f"len(checks.ready_addresses(l, {name!r})) == {replicas}), or look at lab.get('pods', "
               f"selector={_selector_text(spec.get('selector', {}).get('matchLabels'))!r}).")
     return dep
+
+
+def pre_stop_seconds(lab: Any, name: str, minimum: float = 1, namespace: str = "default") -> float:
+    """The seconds the Deployment's preStop hook holds a deleted pod (at least `minimum`)."""
+    dep = find(lab, "deployment", name, namespace)
+    containers = dep["spec"]["template"]["spec"].get("containers", [])
+    hooks = [(c.get("lifecycle") or {}).get("preStop") for c in containers]
+    held = max((hook_seconds(h) for h in hooks if h), default=0.0)
+    if held < minimum:
+        _fail(f'the Deployment "{name}" has no preStop hook that holds its pods (found {hooks}): add '
+              'lifecycle: {preStop: {exec: {command: [sleep, "20"]}}} to its container in the pod template.')
+    return held
 
 
 def service_type(lab: Any, name: str, expected: str, namespace: str = "default") -> dict:

@@ -69,7 +69,7 @@ class Lab:
         return self._backend.list(kind, namespace, selector)
 
     def delete(self, kind: str, name: str, namespace: str = "default", *, grace_period: int | None = None) -> dict:
-        """Delete an object; returns once accepted. A pod then terminates for its grace period."""
+        """Delete an object; returns once accepted. A pod then runs its preStop hook and gets its stop signal."""
         return self._backend.delete(kind, name, namespace, grace_period=grace_period)
 
     def scale(self, name: str, replicas: int, namespace: str = "default") -> dict:

@@ -15,6 +15,8 @@ spec:
       - name: nginx
         image: nginx:1.27
         ports: [{containerPort: 80, name: http}]
+        lifecycle:
+          preStop: {exec: {command: [sleep, "20"]}}
 ---
 apiVersion: v1
 kind: Service
@@ -44,7 +46,8 @@ yourself)."""),
 
 Write a manifest with
 * a Deployment `web`: 3 replicas of `nginx` (any tag, e.g. `nginx:1.27`), pods labelled `app: web`, container
-  port 80;
+  port 80, and a `preStop` hook that sleeps 20 s: `lifecycle: {preStop: {exec: {command: [sleep, "20"]}}}` on the
+  container (exercise 3 explains why);
 * a Service `web` of type `ClusterIP` selecting `app: web`, port 80 to target port 80 (name the port `http`).
 
 Apply it with `lab.apply(...)`, then wait until the Service's slices list three ready addresses:
@@ -52,7 +55,8 @@ Apply it with `lab.apply(...)`, then wait until the Service's slices list three 
         solution("deploy", WEB),
         tests("deploy-test", 2, '''
 checks.deployment_ready(lab, "web", 3, image="nginx")
-checks.service_type(lab, "web", "ClusterIP")'''),
+checks.service_type(lab, "web", "ClusterIP")
+checks.pre_stop_seconds(lab, "web", minimum=10)'''),
         tests("slice-test", 2, '''
 checks.slice_has_ready_addresses(lab, "web", 3)
 checks.slice_matches_pods(lab, "web", "app=web")'''),
@@ -77,14 +81,20 @@ assert len(addresses) == 3, "expected the three ready addresses"'''),
 ## Exercise 3: catch a terminating endpoint (3 points)
 
 Delete one of the `web` pods with `lab.delete("pod", name)`. The call returns as soon as the API server accepts
-it; the pod then terminates for its grace period (30 s), and the clock stands still until you move it.
+it. The kubelet then runs the container's `preStop` hook; when the hook ends, the runtime sends the image's stop
+signal (SIGQUIT for nginx, its graceful quit) and an idle nginx exits at once. The grace period
+(`terminationGracePeriodSeconds`, 30 s) is only the deadline after which the process is killed. Without the hook the
+endpoint would be gone within about a second — on a real cluster too — and catching it would be a race; your
+`sleep 20` holds the pod, still serving, for 20 s. The clock stands still until you move it.
 
 1. Set `victim_ip` to the IP of the pod you delete (`pod["status"]["podIP"]`).
 2. Delete it.
 3. Right away, set `captured` to the Service's slices (`lab.get("endpointslices", ...)`).
 
 In `captured`, the endpoint of `victim_ip` should show `ready: false, serving: true, terminating: true`: the pod is
-on its way out, so no new connection is sent to it, yet it still answers its readiness probe."""),
+on its way out, so no new connection is sent to it while other endpoints are ready, yet it still answers its
+readiness probe (and would get connections if no endpoint were ready: kube-proxy falls back to serving, terminating
+endpoints)."""),
         solution("terminate", '''
 victim = lab.get("pods", selector="app=web")[0]
 victim_ip = victim["status"]["podIP"]
@@ -94,7 +104,7 @@ captured = lab.get("endpointslices", selector="kubernetes.io/service-name=web")'
 checks.endpoint_terminating(captured, victim_ip)''', hidden='''
 ep = checks.endpoint_terminating(captured, victim_ip)
 assert ep["conditions"].get("serving") is True, \\
-    "a pod in its grace period still passes readiness: its endpoint should be serving"'''),
+    "a pod held by its preStop hook still passes readiness: its endpoint should be serving"'''),
         tests("terminate-name-test", 1, '''
 # The captured object must come from the cluster, not be written by hand.
 names = {s["metadata"]["name"] for s in checks.slices(lab, "web")}
@@ -105,7 +115,8 @@ assert got and got <= names, f"captured {sorted(got)} are not the slices of web 
 
 The Deployment's ReplicaSet has already started a replacement pod, with a new IP. Wait until the victim's address
 has left the slice and three addresses are ready again. Store the seconds of cluster time the wait took (what
-`lab.wait` returns) in `settle_seconds`. How does it compare with the grace period?"""),
+`lab.wait` returns) in `settle_seconds`. How does it compare with the `preStop` sleep, and with the 30 s grace
+period?"""),
         solution("settle", '''
 def settled(l):
     listed = [a for e in checks.endpoints(checks.slices(l, "web")) for a in e["addresses"]]
@@ -118,6 +129,7 @@ checks.slice_has_ready_addresses(lab, "web", 3)'''),
         tests("settle-time-test", 1, '''
 assert isinstance(settle_seconds, (int, float)), "settle_seconds should be the number lab.wait returned"''',
               hidden='''
-checks.close_to(settle_seconds, 30, relative=0.2, what="settle_seconds")'''),
+# The pod leaves when its preStop hook ends and nginx quits, not when the 30 s grace period would run out.
+checks.close_to(settle_seconds, checks.pre_stop_seconds(lab, "web"), relative=0.2, what="settle_seconds")'''),
         *graph_cell(),
     ])

@@ -45,7 +45,10 @@ a kube-proxy that watches it. One pod is replaced during a rolling update.
 * `endpoints_bytes`: how many bytes the API server sends to all kube-proxies for this one change with the
   Endpoints object (the whole object goes to every watcher)?
 * `slice_bytes`: the same with EndpointSlices of 100 endpoints each (assume the 1.5 MB splits evenly across
-  the slices, and only the one changed slice goes out)?"""),
+  the slices, and only the one changed slice goes out)?
+
+These are the figures of the 2020 EndpointSlice blog post (about 300 B per endpoint), as in lesson 03. KEP-0752's
+own sample case assumes about 100 B per endpoint on 5,000 nodes, which gives 50 MB: use the numbers given here."""),
         solution("q1-numbers", '''
 endpoints_bytes = 1.5e6 * 3000
 slice_bytes = 1.5e6 / (5000 / 100) * 3000''', after="endpoints_bytes, slice_bytes"),
@@ -96,13 +99,19 @@ checks.choice(q2_choice, "b", "abcd")'''),
         answer("q2-text", 2, "Why is the backend lookup of IPVS/nftables better than iptables' linear list on large "
                "clusters?", """
 In iptables mode the kernel walks KUBE-SERVICES rule by rule, so a new connection's cost grows with the number of
-Services (tens of thousands of rules on a big cluster), and every update rewrites large parts of the table under
-a global lock, so syncs take seconds. IPVS keeps virtual servers in a hash table and nftables uses a verdict map
+Services (tens of thousands of rules on a big cluster). Updates are big too: since 1.28 a sync rewrites only the
+chains of the Services that changed, but KUBE-SERVICES and KUBE-NODEPORTS are written whole every time, in one
+iptables-restore under the xtables lock. IPVS keeps virtual servers in a hash table and nftables uses a verdict map
 keyed on address, protocol and port: one lookup whatever the number of Services, and nftables updates only the
-elements and chains that changed. nftables is now the recommended mode; IPVS is deprecated.""", """
-1 point: iptables is a linear walk (cost grows with the number of Services/rules) and/or updates rewrite the big
-table. 1 point: hash/map lookup in IPVS/nftables is constant-time, with incremental updates (nftables); mentioning
-that nftables is the recommended replacement earns no extra points but no penalty."""),
+elements and chains that changed. iptables is still kube-proxy's default on Linux; nftables (GA since 1.33) is the
+recommended mode but must be chosen (mode: nftables, or --proxy-mode); IPVS is deprecated.""", """
+1 point: iptables is a linear walk (cost grows with the number of Services/rules) and/or every sync rewrites the
+big shared chains (KUBE-SERVICES, KUBE-NODEPORTS; since 1.28 only changed Services' own chains are rewritten — an
+answer claiming "the whole table every time" is outdated but still earns this point if the linear walk is there).
+1 point: hash/map lookup in IPVS/nftables is constant-time, with incremental updates (nftables). Mentioning that
+nftables is the recommended replacement earns no extra points; calling it the default is a factual error to
+correct in the feedback (iptables is the default on Linux, nftables is opt-in), without losing the point. The 2017
+"11 minutes at 5,000 Services" figure is history (full rewrites), not today's cost."""),
         md("""
 ## Question 3: what does `externalTrafficPolicy: Local` do, and at what price? (2 + 2 points)
 

@@ -131,7 +131,7 @@ class Cluster:
 
     def delete(self, kind: str, namespace: str | None, name: str, *, grace_period: int | None = None,
                propagation: str = "Background", dry_run: bool = False) -> dict:
-        """Delete an object. A running pod gets a deletionTimestamp and terminates for its grace period."""
+        """Delete an object. A running pod gets a deletionTimestamp; the kubelet then runs preStop and stops it."""
         with self.lock:
             self._catch_up()
             info = resolve(kind)

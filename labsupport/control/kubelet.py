@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from labsupport.apps import App, ExecResult, app_for
+from labsupport.apps.stop import EXIT_NOTICE_SECONDS, MINIMUM_GRACE_SECONDS, hook_seconds, stop_behaviour
 from labsupport.control.clock import Timer
 from labsupport.model.objects import clone
 from labsupport.control.version import K8S_VERSION
@@ -358,11 +359,22 @@ class Kubelet:
         if not rt.apps:
             self.cluster.finalize_pod(pod)
             return
-        for c in pod["spec"]["containers"]:
-            self._pre_stop(pod, rt, c)
-        # The lab's apps drain like a server with graceful shutdown: they keep serving until the grace period
-        # ends, so the terminating endpoint stays visible (serving, not ready) for the whole period.
-        rt.timers.append(self.cluster.clock.after(grace, lambda: self._killed(rt.uid), "killed"))
+        # Containers stop in parallel: each runs its preStop hook, then gets its image's stop signal with what is left
+        # of the grace period (at least 2 s); the pod is gone when the last process has exited or been killed.
+        ends = [self._stop_container(pod, rt, c, grace) for c in pod["spec"]["containers"]]
+        rt.timers.append(self.cluster.clock.after(max(ends) + EXIT_NOTICE_SECONDS, lambda: self._killed(rt.uid),
+                                                  "killed"))
+
+    def _stop_container(self, pod: dict, rt: PodRuntime, container: dict, grace: float) -> float:
+        """Seconds from the delete until this container's process is gone."""
+        app = rt.apps.get(container["name"])
+        if app is None or container["name"] in rt.exited:
+            return 0.0
+        hook = (container.get("lifecycle") or {}).get("preStop") or {}
+        self._pre_stop(pod, rt, container)
+        hook_time = min(hook_seconds(hook), grace) if hook else 0.0
+        remaining = max(grace - hook_time, MINIMUM_GRACE_SECONDS)
+        return hook_time + stop_behaviour(app).exit_after(remaining)
 
     def _pre_stop(self, pod: dict, rt: PodRuntime, container: dict) -> None:
         """Run a container's preStop hook (exec or httpGet) and report a failure as upstream does."""

@@ -124,7 +124,8 @@ class ClusterGraph(LiveView):
     def _delete(self) -> str:
         ns, name = self._pod_ref()
         self.lab.delete("pod", name, namespace=ns)
-        return f'pod "{name}" deleted (it terminates for its grace period; "advance 5 s" moves the clock)'
+        return (f'pod "{name}" deleted (it runs its preStop hook, then quits on its stop signal, at most after its '
+                'grace period; "advance 5 s" moves the clock)')
 
     def _break(self) -> str:
         ns, name = self._pod_ref()

@@ -172,3 +172,13 @@ def test_module_example_runs():
 
     import labsupport.checks
     assert doctest.testmod(labsupport.checks, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_pre_stop_seconds_reads_the_hook_and_names_the_fix(web):
+    message = fails(checks.pre_stop_seconds, web, "web")
+    assert "has no preStop hook" in message and "lifecycle: {preStop:" in message
+    dep = web.get("deployment", "web")
+    dep["spec"]["template"]["spec"]["containers"][0]["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", "20"]}}}
+    web.apply(dep)
+    assert checks.pre_stop_seconds(web, "web") == 20
+    assert "has no preStop hook" in fails(checks.pre_stop_seconds, web, "web", minimum=30)

@@ -18,8 +18,8 @@ spec:
       - name: nginx
         image: nginx:1.27
         ports: [{containerPort: 80, name: http}]
-        # nginx stops at once on SIGTERM; a short preStop keeps the terminating endpoint visible long enough
-        # to catch it on a real cluster too.
+        # nginx quits at once on its stop signal (SIGQUIT); a short preStop keeps the terminating endpoint visible
+        # long enough to catch it on a real cluster too.
         lifecycle: {preStop: {exec: {command: [sleep, "5"]}}}
 ---
 apiVersion: v1

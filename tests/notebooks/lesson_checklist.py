@@ -20,7 +20,8 @@ CHECKLIST: dict[str, dict[str, list[str]]] = {
         "5,000 pods: the whole list ships to every kube-proxy": ["5,000 pods", "3,000", "4.5 GB"],
         "slices of at most 100 endpoints": ["100 endpoints", "only the slice that changed"],
         "endpoint conditions": ["ready", "serving", "terminating", "conditions"],
-        "kube-proxy is a DaemonSet with an informer cache that diffs": ["DaemonSet", "informer", "diffs"],
+        "kube-proxy is a DaemonSet with an informer cache; it tracks changes, never reads the rules back": [
+            "DaemonSet", "informer", "changed since its last sync", "kernel's rules back"],
         "kube-proxy does not proxy traffic itself": ["proxies nothing"],
         "kube-proxy down: old rules keep working": ["stop_kube_proxy", "keeps forwarding"],
         "iptables mode: DNAT chains": ["KUBE-SERVICES", "KUBE-SVC", "KUBE-SEP"],
@@ -46,11 +47,28 @@ CHECKLIST: dict[str, dict[str, list[str]]] = {
         "healthCheckNodePort": ["healthCheckNodePort", "503"],
         "cross-zone traffic costs money": ["cross-zone", "latency"],
         "topology-aware hints annotation replaced": ["service.kubernetes.io/topology-aware-hints"],
-        "trafficDistribution PreferClose": ["trafficDistribution", "PreferClose"],
+        "trafficDistribution PreferClose, now the deprecated alias of PreferSameZone": [
+            "trafficDistribution", "PreferClose", "deprecated alias"],
         "PreferSameZone and PreferSameNode (GA 1.35)": ["PreferSameZone", "PreferSameNode", "GA in 1.35"],
         "sessionAffinity ClientIP with timeout": ["sessionAffinity: ClientIP", "timeoutSeconds", "10800"],
         "conntrack keeps a connection on its pod": ["conntrack"],
         "scale charts": ["rule_counts", "connection_cost"],
+        "a pod ends on its stop signal; the grace period is a deadline": [
+            "preStop", "STOPSIGNAL SIGQUIT", "terminationGracePeriodSeconds", "is only the longest"],
+        "kube-proxy falls back to serving, terminating endpoints": ["falls back", "serving, terminating"],
+        "publishNotReadyAddresses for StatefulSet peer discovery": ["publishNotReadyAddresses", "peers"],
+        "PreferSameNode falls back to the zone, then the cluster": ["forNodes", "falls back to the zone hints"],
+        "internalTrafficPolicy: Local, no fallback": ["internalTrafficPolicy: Local", "no fallback"],
+        "iptables is still the default mode, chosen with --proxy-mode": ["still the default", "--proxy-mode"],
+        "iptables partial syncs since 1.28": ["since Kubernetes 1.28", "KUBE-EXTERNAL-SERVICES"],
+        "the 2017 iptables figures are history": ["History, not today"],
+        "IPVS gives every real server weight 1": ["weight 1"],
+        "the Endpoints controller truncates at 1,000": ["over-capacity", "truncated"],
+        "the two sources of the slice estimate": ["KEP-0752", "300 B", "90 MB", "50 MB"],
+        "control-plane side of scale": ["network programming latency", "watch"],
+        "conntrack table size and stale UDP entries": ["nf_conntrack_max", "stale UDP", "conntrack -D"],
+        "NXDOMAIN vs NODATA": ["NXDOMAIN", "NODATA"],
+        "ndots:5 and the search path": ["ndots:5", "search domain"],
     },
     "commands": {
         "kubectl get endpointslices -l kubernetes.io/service-name=web": [
@@ -65,7 +83,7 @@ CHECKLIST: dict[str, dict[str, list[str]]] = {
                                                               "nodePort: 30080"],
         "headless manifest for db, port 5432": ["clusterIP: None", "port: 5432"],
         "LoadBalancer with externalTrafficPolicy Local": ["type: LoadBalancer", "externalTrafficPolicy: Local"],
-        "trafficDistribution: PreferClose manifest": ["trafficDistribution: PreferClose"],
+        "trafficDistribution: PreferSameZone manifest": ["trafficDistribution: PreferSameZone"],
         "sessionAffinityConfig manifest": ["sessionAffinityConfig:", "clientIP:", "timeoutSeconds: 10800"],
     },
     "pitfalls": {
