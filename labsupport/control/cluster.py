@@ -24,6 +24,7 @@ from labsupport.model.defaults import apply_defaults
 from labsupport.model.kinds import by_kind, resolve
 from labsupport.model.selectors import matches_fields, parse_field_selector, to_selector
 from labsupport.model.validation import validate
+from labsupport.apps.container import ClusterDNS
 
 ZONES = ("ru-central1-a", "ru-central1-b", "ru-central1-d")
 
@@ -406,3 +407,18 @@ class PodEnv:
         if self.cluster.network is None:
             raise RuntimeError("this cluster has no network attached")
         return self.cluster.network.curl(url, source=f"pod/{self.namespace}/{self.name}")
+
+    def pod_ip(self) -> str | None:
+        """The address the kubelet gave the pod (None before it has one)."""
+        pod = self.cluster.store.find("Pod", self.namespace, self.name)
+        runtime = self.cluster.kubelet.runtime(pod) if pod is not None else None
+        return runtime.ip if runtime is not None else None
+
+    def services(self) -> list[dict]:
+        """The Services that exist now (what the kubelet turns into environment variables)."""
+        return self.cluster.store.list("Service")
+
+    def cluster_dns(self) -> ClusterDNS:
+        """The kubelet's --cluster-dns and --cluster-domain."""
+        from labsupport.control.bootstrap import DNS_IP
+        return ClusterDNS(DNS_IP, self.cluster.config.domain)
