@@ -6,6 +6,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from labsupport.apiserver.routes import IDLE_STEP, MAX_BODY, Route
+from labsupport.apiserver.terminal import InteractiveShell
 from labsupport.apiserver.websocket import (CLOSE, STDERR, STDIN, STDOUT, WebSocket, WebSocketClosed, accept_key,
                                             choose_protocol)
 from labsupport.apps import ExecResult
@@ -111,7 +112,10 @@ class PodStreams:
         ws = WebSocket(self.rfile, self.wfile, protocol)
         tty = self.query.get("tty") in ("true", "1")
         try:
-            if route.sub == "exec":
+            if route.sub == "exec" and tty and self.query.get("stdin") in ("true", "1") and \
+                    len(argv) == 1 and argv[0].rsplit("/", 1)[-1] in app.image.shells():
+                self._interactive(ws, app, argv)
+            elif route.sub == "exec":
                 stdin = self._read_stdin(ws) if self.query.get("stdin") in ("true", "1") else ""
                 if stdin and len(argv) == 1 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash", "ash"):
                     argv = [argv[0], "-c", stdin]
@@ -135,6 +139,32 @@ class PodStreams:
             pass
         finally:
             ws.close()
+
+    def _interactive(self, ws: WebSocket, app: Any, argv: list[str]) -> None:
+        """`kubectl exec -it POD -- sh`: a shell session on a TTY until the shell exits or the client goes."""
+        cluster = self.api.cluster
+
+        def locked(work):
+            with cluster.lock:
+                result = work()
+                cluster.settle()
+            return result
+
+        style = "bash" if argv[0].rsplit("/", 1)[-1] == "bash" else app.image.prompt_style
+        session = InteractiveShell(app.shell(), style, run=locked)
+        ws.send_channel(STDOUT, session.prompt())
+        while session.exit_code is None and not self.api.stopping:
+            try:
+                _, payload = ws.receive()
+            except WebSocketClosed:
+                return
+            if not payload:
+                continue
+            if payload[0] == STDIN:
+                ws.send_channel(STDOUT, session.feed(payload[1:]))
+            elif payload[0] == CLOSE:
+                break
+        ws.send_status(session.exit_code or 0, argv)
 
     def _read_stdin(self, ws: WebSocket) -> str:
         """What the client sends on stdin until it closes it (v5), or until it goes quiet (older protocols)."""

@@ -662,7 +662,7 @@ COMMON: dict[str, Command] = {
     "tail": _head_tail("tail"), "grep": grep, "wc": wc, "sort": sort, "uniq": uniq, "cut": cut, "tr": tr,
     "mkdir": mkdir, "touch": touch, "rm": rm, "cp": cp, "mv": mv, "sleep": sleep, "true": true, "false": false,
     "hostname": hostname, "date": date, "id": id_, "whoami": whoami, "uname": uname, "test": test, "[": test,
-    "sh": sh_, "which": which,
+    "sh": sh_, "ash": sh_, "bash": sh_, "which": which,
 }
 #: Builtins of the shell itself (no file in /bin).
 BUILTINS = frozenset({"cd", "exit", "export", "unset", "pwd", "echo", "printf", "test", "[", "true", "false"})

@@ -13,10 +13,10 @@ from labsupport.apps import commands as c
 DEBIAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BUSYBOX_APPLETS = ("cat", "echo", "printf", "env", "printenv", "ls", "head", "tail", "grep", "wc", "sort",
                    "uniq", "cut", "tr", "mkdir", "touch", "rm", "cp", "mv", "sleep", "true", "false", "hostname",
-                   "date", "id", "whoami", "uname", "test", "[", "sh", "which", "ps", "wget", "nslookup")
+                   "date", "id", "whoami", "uname", "test", "[", "sh", "ash", "which", "ps", "wget", "nslookup")
 COREUTILS = ("cat", "echo", "printf", "env", "printenv", "ls", "head", "tail", "grep", "wc", "sort", "uniq", "cut",
              "tr", "mkdir", "touch", "rm", "cp", "mv", "sleep", "true", "false", "hostname", "date", "id",
-             "whoami", "uname", "test", "[", "sh", "which")
+             "whoami", "uname", "test", "[", "sh", "bash", "which")
 SHELL_BUILTINS = ("cd", "exit", "export", "unset", "pwd")
 
 
@@ -32,6 +32,11 @@ class Image:
     files: dict[str, str] = field(default_factory=dict)
     dirs: tuple[str, ...] = ("/bin", "/dev", "/etc", "/home", "/proc", "/root", "/sys", "/tmp", "/usr", "/var")
     entrypoint: str = ""
+    prompt_style: str = "dash"            # "ash" (busybox: `/ # `) | "dash" (`# `)
+
+    def shells(self) -> tuple[str, ...]:
+        """The shells this image has."""
+        return tuple(name for name in ("sh", "bash", "ash") if name in self.commands)
 
     def command_table(self) -> dict[str, c.Command]:
         """The commands a shell in this image can run, by name."""
@@ -117,12 +122,14 @@ NGINX = Image("nginx", (*COREUTILS, "curl"), nslookup=None, entrypoint="nginx -g
 }, dirs=("/bin", "/dev", "/docker-entrypoint.d", "/etc", "/etc/nginx", "/etc/nginx/conf.d", "/home", "/proc",
          "/root", "/run", "/sys", "/tmp", "/usr", "/usr/share/nginx/html", "/var", "/var/log/nginx"))
 BUSYBOX = Image("busybox", BUSYBOX_APPLETS, path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                bin_dir="/bin", nslookup="busybox", entrypoint="sh")
+                bin_dir="/bin", nslookup="busybox", entrypoint="sh", prompt_style="ash")
 DNSUTILS = Image("dnsutils", (*COREUTILS, "ps"), nslookup="bind", entrypoint="sleep",
                  files={"/etc/os-release": 'PRETTY_NAME="Debian GNU/Linux 8 (jessie)"\nNAME="Debian GNU/Linux"\n'
                                            'VERSION_ID="8"\nVERSION="8 (jessie)"\nID=debian\n'})
-CURL = Image("curl", (*BUSYBOX_APPLETS, "curl"), bin_dir="/usr/bin", nslookup="busybox", entrypoint="curl")
-AGNHOST = Image("agnhost", (*BUSYBOX_APPLETS, "curl"), nslookup="busybox", entrypoint="/agnhost")
+CURL = Image("curl", (*BUSYBOX_APPLETS, "curl"), bin_dir="/usr/bin", nslookup="busybox", entrypoint="curl",
+             prompt_style="ash")
+AGNHOST = Image("agnhost", (*BUSYBOX_APPLETS, "curl"), nslookup="busybox", entrypoint="/agnhost",
+                prompt_style="ash")
 DEBIAN = Image("debian", (*COREUTILS, "ps"), nslookup=None)
 NONE = Image("scratch", (), nslookup=None)
 
