@@ -16,8 +16,8 @@ from labsupport.apiserver import discovery, tables
 from labsupport.apiserver.fields import conflict_error
 from labsupport.apiserver.patch import apply_patch, json_merge_patch, json_patch, strategic_merge_patch
 from labsupport.apiserver.pods import PodStreams
-from labsupport.apiserver.routes import (DRAIN_LIMIT, ENDPOINTS_WARNING, MAX_BODY, Route, TooLarge, Unauthorized,
-                                         UnsupportedMediaType, parse_route, selected, status_success)
+from labsupport.apiserver.routes import (DRAIN_LIMIT, ENDPOINTS_WARNING, MAX_BODY, NotAcceptable, Route, TooLarge,
+                                         Unauthorized, UnsupportedMediaType, parse_route, selected, status_success)
 from labsupport.apiserver.schema import check_fields
 from labsupport.apiserver.watch import Watching
 from labsupport.apiserver.websocket import WebSocketClosed
@@ -276,18 +276,22 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
         raise MethodNotAllowed("the server does not allow this method on the requested resource")
 
     def _openapi(self, path: str) -> None:
+        from labsupport.apiserver import openapi
         parts = path.strip("/").split("/")
+        if parts == ["openapi", "v2"]:
+            from labsupport.apiserver.openapi_pb import V2_PROTOBUF
+            if "protobuf" in self._accept():
+                return self._send_bytes(openapi.v2_document_protobuf(), content_type=V2_PROTOBUF)
+            if "json" not in self._accept() and "*/*" not in self._accept():
+                raise NotAcceptable("the server was unable to respond with a content type that the client "
+                                    "supports")
+            return self._send_bytes(openapi.v2_document_text().encode())
         if parts == ["openapi", "v3"]:
-            return self._send_json(discovery.openapi_v3_root())
+            return self._send_json(openapi.v3_root())
         if len(parts) >= 4 and parts[1] == "v3":
-            if parts[2] == "api" and len(parts) == 4:
-                doc = discovery.openapi_v3_document("", parts[3])
-            elif parts[2] == "apis" and len(parts) == 5:
-                doc = discovery.openapi_v3_document(parts[3], parts[4])
-            else:
-                doc = None
-            if doc is not None:
-                return self._send_json(doc)
+            text = openapi.v3_document_text("/".join(parts[2:]))
+            if text is not None:
+                return self._send_bytes(text.encode())
         raise NotFound("the server could not find the requested resource")
 
     def _advance(self, method: str) -> None:
