@@ -3,7 +3,11 @@ from __future__ import annotations
 
 from labsupport.control.version import K8S_VERSION
 
+from labsupport.apiserver.authz import REVIEW_KINDS
 from labsupport.model.kinds import KINDS, KindInfo
+
+#: Every resource discovery lists: the stored kinds, then the create-only self reviews.
+SERVED = (*KINDS, *REVIEW_KINDS)
 
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
@@ -15,14 +19,14 @@ SUBRESOURCE_KINDS = {"scale": ("autoscaling", "v1", "Scale"), "log": ("", "v1", 
 def groups() -> list[tuple[str, str]]:
     """(group, version) pairs served, the core group first."""
     out: list[tuple[str, str]] = []
-    for info in KINDS:
+    for info in SERVED:
         if (info.group, info.version) not in out:
             out.append((info.group, info.version))
     return out
 
 
 def _kinds_of(group: str, version: str) -> list[KindInfo]:
-    return [k for k in KINDS if k.group == group and k.version == version]
+    return [k for k in SERVED if k.group == group and k.version == version]
 
 
 def version_info(git_version: str) -> dict:

@@ -233,6 +233,11 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
             return self._send_json(discovery.api_versions() if core else discovery.api_group_list())
         if path.startswith("/openapi"):
             return self._openapi(path)
+        from labsupport.apiserver import authz
+        if authz.handles(path):
+            if method != "POST":
+                raise MethodNotAllowed("the server does not allow this method on the requested resource")
+            return self._send_json(authz.review(path, self._parse_body(), self.headers), code=201)
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) == 2:
             doc = discovery.resource_list("", parts[1])
