@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from labsupport.apiserver import discovery, tables
+from labsupport.apiserver import discovery, eventtime, tables
 from labsupport.apiserver.fields import conflict_error
 from labsupport.apiserver.patch import apply_patch, json_merge_patch, json_patch, strategic_merge_patch
 from labsupport.apiserver.pods import PodStreams
@@ -343,7 +343,8 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
                                     "metadata": {"resourceVersion": rv},
                                     "items": [tables.partial_metadata(o) for o in items]})
         self._send_json({"kind": f"{route.info.kind}List", "apiVersion": route.info.api_version,
-                         "metadata": {"resourceVersion": rv}, "items": [self.api.decorate(o) for o in items]})
+                         "metadata": {"resourceVersion": rv},
+                         "items": [eventtime.for_client(self.api.decorate(o), now) for o in items]})
 
     def _get(self, route: Route) -> None:
         cluster = self.api.cluster
@@ -359,7 +360,7 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
             return self._send_json(tables.table(route.info.kind, [obj], now, include=include), code)
         if self._wants_metadata():
             return self._send_json(tables.partial_metadata(obj), code)
-        self._send_json(obj, code)
+        self._send_json(eventtime.for_client(obj, now), code)
 
     # --- watch ---------------------------------------------------------------------------------------------
     def _dry_run(self) -> bool:
