@@ -1,6 +1,7 @@
 """Run the real kubectl (the venv's pinned binary first) and show its output in a notebook or a terminal."""
 from __future__ import annotations
 
+import atexit
 import html
 import os
 import select
@@ -8,6 +9,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -107,6 +109,8 @@ def run_kubectl(kubeconfig: str | None, command: str | list[str], show: bool = T
         if os.path.basename(home).startswith("labsupport"):
             # a flag here would come before a mistyped command and hide kubectl's own "unknown command" answer
             env["KUBECACHEDIR"] = os.path.join(home, "cache")
+    if args and args[0] == "port-forward":
+        return _port_forward(args, env, show, 10.0 if timeout is None else timeout)
     if is_watch(args):
         result = _stream(args, env, show, input, WATCH_SECONDS if timeout is None and events is None else timeout,
                          events)
@@ -197,3 +201,94 @@ def _is_header(line: str) -> bool:
     """Whether a line is a table header (`NAME   READY   STATUS …`)."""
     words = line.split()
     return bool(words) and all(w.isupper() or not w.isalpha() for w in words) and any(w.isalpha() for w in words)
+
+
+class PortForward(KubectlResult):
+    """A `kubectl port-forward` running in the background: the pod's app answers on the local port until
+    `stop()` (or the end of this Python process)."""
+
+    process: subprocess.Popen | None = None
+
+    def stop(self) -> None:
+        """End the port-forward."""
+        proc = self.process
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        _FORWARDS.discard(self)
+
+    @property
+    def running(self) -> bool:
+        """Whether it still forwards."""
+        return self.process is not None and self.process.poll() is None
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else f"ended (exit code {self.process.poll() if self.process else '?'})"
+        return (self.stdout + self.stderr).rstrip("\n") + f"\n[port-forward {state}; .stop() ends it]"
+
+
+_FORWARDS: set[PortForward] = set()
+
+
+def _stop_all() -> None:
+    for forward in list(_FORWARDS):
+        forward.stop()
+
+
+atexit.register(_stop_all)
+
+
+def _port_forward(args: list[str], env: dict, show: bool, timeout: float) -> PortForward:
+    """Start `kubectl port-forward` in the background; return once it forwards (or has failed)."""
+    proc = subprocess.Popen([find_kubectl(), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    result = PortForward(args, "", "", 0)
+    result.process = proc
+    _FORWARDS.add(result)
+    deadline = time.monotonic() + timeout
+    out, err = b"", b""
+    while time.monotonic() < deadline and b"Forwarding from" not in out:
+        readable, _, _ = select.select([proc.stdout, proc.stderr], [], [], 0.1)
+        for stream in readable:
+            chunk = os.read(stream.fileno(), 65536)
+            if stream is proc.stdout:
+                out += chunk
+            else:
+                err += chunk
+        if proc.poll() is not None and not readable:
+            break
+    if proc.poll() is not None:
+        rest_out, rest_err = proc.communicate()
+        out, err = out + rest_out, err + rest_err
+        result.returncode = proc.returncode
+        _FORWARDS.discard(result)
+    elif b"Forwarding from" not in out:
+        result.stop()
+        err += f"kubectl port-forward did not start forwarding within {timeout:g} s\n".encode()
+        result.returncode = 124
+    else:
+        # kubectl keeps writing "Handling connection for …": drain it so its pipe never fills
+        for stream in (proc.stdout, proc.stderr):
+            threading.Thread(target=_drain, args=(stream,), daemon=True).start()
+    result.stdout, result.stderr = out.decode(errors="replace"), err.decode(errors="replace")
+    if show:
+        result.shown = True
+        sys.stdout.write(result.stdout + result.stderr)
+        sys.stdout.flush()
+    return result
+
+
+def _drain(stream) -> None:
+    """Read a pipe until it closes, dropping what comes."""
+    while stream.read(4096):
+        pass

@@ -11,9 +11,11 @@ SERVED = (*KINDS, *REVIEW_KINDS)
 
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
-                     "log": ("get",), "exec": ("create", "get"), "attach": ("create", "get")}
+                     "log": ("get",), "exec": ("create", "get"), "attach": ("create", "get"),
+                     "portforward": ("create", "get")}
 SUBRESOURCE_KINDS = {"scale": ("autoscaling", "v1", "Scale"), "log": ("", "v1", "Pod"),
-                     "exec": ("", "v1", "PodExecOptions"), "attach": ("", "v1", "PodAttachOptions")}
+                     "exec": ("", "v1", "PodExecOptions"), "attach": ("", "v1", "PodAttachOptions"),
+                     "portforward": ("", "v1", "PodPortForwardOptions")}
 
 
 def groups() -> list[tuple[str, str]]:

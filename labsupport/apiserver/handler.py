@@ -16,6 +16,7 @@ from labsupport.apiserver import discovery, eventtime, tables
 from labsupport.apiserver.fields import conflict_error
 from labsupport.apiserver.patch import apply_patch, json_merge_patch, json_patch, strategic_merge_patch
 from labsupport.apiserver.pods import PodStreams
+from labsupport.apiserver.portforward import PortForwarding
 from labsupport.apiserver.routes import (DRAIN_LIMIT, ENDPOINTS_WARNING, MAX_BODY, NotAcceptable, Route, TooLarge,
                                          Unauthorized, UnsupportedMediaType, parse_route, selected, status_success)
 from labsupport.apiserver.schema import check_fields
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from labsupport.apiserver.server import APIServer
 
 
-class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
+class RequestHandler(Watching, PodStreams, PortForwarding, BaseHTTPRequestHandler):
     """One connection's requests (HTTP/1.1 keep-alive)."""
 
     protocol_version = "HTTP/1.1"
@@ -256,6 +257,8 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
             self.warnings.append(ENDPOINTS_WARNING)
         if route.sub in ("exec", "attach"):
             return self._stream_pod(route)
+        if route.sub == "portforward":
+            return self._port_forward(route)
         if route.sub == "log":
             return self._logs(route)
         if route.sub == "scale":
