@@ -9,8 +9,16 @@ from labsupport.apiserver.routes import IDLE_STEP, MAX_BODY, Route
 from labsupport.apiserver.terminal import InteractiveShell
 from labsupport.apiserver.websocket import (CLOSE, STDERR, STDIN, STDOUT, WebSocket, WebSocketClosed, accept_key,
                                             choose_protocol)
-from labsupport.apps import ExecResult
+from labsupport.apps import NOT_STARTED, ExecResult
 from labsupport.errors import BadRequest, MethodNotAllowed, NotFound
+
+
+def start_failure(runtime_message: str) -> str:
+    """What the kubelet reports when the runtime cannot start an exec'd program (containerd's wording)."""
+    import hashlib
+    exec_id = hashlib.sha256(runtime_message.encode()).hexdigest()
+    return (f"Internal error occurred: error executing command in container: failed to exec in container: "
+            f"failed to start exec \"{exec_id}\": {runtime_message.strip()}")
 
 
 class PodStreams:
@@ -127,6 +135,9 @@ class PodStreams:
                                                       container, argv)
                         cluster.settle()
                 out, err = result.stdout, result.stderr
+                if result.code == NOT_STARTED and out.startswith("OCI runtime exec failed"):
+                    ws.send_error(start_failure(out))
+                    return
                 if tty:
                     ws.send_channel(STDOUT, (out + err).replace("\r\n", "\n").replace("\n", "\r\n").encode())
                 else:

@@ -13,7 +13,10 @@ from typing import Any, Callable, Protocol
 from labsupport.apps import container as _container
 from labsupport.apps.container import ClusterDNS
 
-__all__ = ["App", "AppEnv", "HttpResponse", "ExecResult", "app_for", "image_repository"]
+__all__ = ["App", "AppEnv", "HttpResponse", "ExecResult", "NOT_STARTED", "app_for", "image_repository"]
+
+#: The exit code of an exec whose program the runtime could not start (not in the image).
+NOT_STARTED = 126
 
 
 @dataclass
@@ -407,8 +410,8 @@ def run_shell_command(app: App, argv: list[str], stdin: str = "") -> ExecResult:
     name = argv[0]
     program = name.rsplit("/", 1)[-1]
     if program not in shell.commands or program in ("cd", "export", "unset", "pwd", "exit"):
-        return ExecResult(126, f"OCI runtime exec failed: exec failed: unable to start container process: exec: "
-                               f"\"{name}\": executable file not found in $PATH: unknown\r\n", "")
+        return ExecResult(NOT_STARTED, f"OCI runtime exec failed: exec failed: unable to start container process: "
+                                       f"exec: \"{name}\": executable file not found in $PATH: unknown\r\n", "")
     result = shell.run_argv([program, *argv[1:]], stdin)
     return ExecResult(result.code, result.stdout, result.stderr)
 

@@ -156,3 +156,11 @@ def _read(fd: int, until: bytes, timeout: float = 20) -> bytes:
             except OSError:
                 break
     return data
+
+
+def test_a_program_the_image_lacks_fails_to_start(kubectl, lab):
+    web = lab.get("pods", selector="app=web")[0]["metadata"]["name"]
+    result = kubectl(f"exec {web} -- nslookup web", ok=False)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("error: Internal error occurred: error executing command in container: ")
+    assert result.stderr.rstrip().endswith('exec: "nslookup": executable file not found in $PATH: unknown')
