@@ -1,8 +1,6 @@
 """Discovery documents: aggregated (apidiscovery.k8s.io/v2) and legacy (/api, /apis, APIResourceList)."""
 from __future__ import annotations
 
-from labsupport.control.version import K8S_VERSION
-
 from labsupport.apiserver.authz import REVIEW_KINDS
 from labsupport.model.kinds import KINDS, KindInfo
 

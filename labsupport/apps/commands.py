@@ -7,7 +7,6 @@ GNU coreutils differ, the image chooses (`labsupport.apps.images`).
 from __future__ import annotations
 
 import re
-import shlex
 from datetime import datetime, timezone
 from typing import Callable
 
@@ -666,8 +665,3 @@ COMMON: dict[str, Command] = {
 }
 #: Builtins of the shell itself (no file in /bin).
 BUILTINS = frozenset({"cd", "exit", "export", "unset", "pwd", "echo", "printf", "test", "[", "true", "false"})
-
-
-def shell_words(text: str) -> list[str]:
-    """Split a command line as the kubelet's exec probe would receive it."""
-    return shlex.split(text)

@@ -221,15 +221,16 @@ Builtin = Callable[["Shell", list[str], str], Output]
 class Shell:
     """One shell process in a container: its working directory, variables and last exit status."""
 
-    def __init__(self, app: "App", commands: dict[str, Builtin], environ: dict[str, str] | None = None,
-                 name: str = "sh"):
+    #: How the shell names itself in its error messages.
+    name = "sh"
+
+    def __init__(self, app: "App", commands: dict[str, Builtin], environ: dict[str, str] | None = None):
         self.app = app
         self.commands = commands
         self.environ = dict(environ if environ is not None else app.environ)
         self.variables: dict[str, str] = {}
-        self.cwd = self.environ.get("HOME", "/") if name == "login" else "/"
+        self.cwd = "/"
         self.status = 0
-        self.name = "sh"
         self.exited: int | None = None
 
     # --- running -------------------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """kubectl port-forward: the pod's app answers on a local port, through lab.kubectl and from a terminal."""
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import urllib.error
@@ -11,7 +10,6 @@ import pytest
 
 from labsupport.apiserver.portforward import read_request
 from labsupport.apiserver.spdy import DICTIONARY, Session
-from labsupport.kubectl import find_kubectl
 
 
 def free_port() -> int:
