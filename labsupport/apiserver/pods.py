@@ -144,6 +144,8 @@ class PodStreams:
                     ws.send_channel(STDOUT, out.encode())
                     ws.send_channel(STDERR, err.encode())
                 ws.send_status(result.code, argv)
+            elif app.interactive and self.query.get("stdin") in ("true", "1"):
+                self._interactive(ws, app, app.argv or [app.image.entrypoint], ends=(route, container))
             else:
                 self._attach(ws, route, rt, app, container, tty)
         except OSError:
@@ -151,8 +153,10 @@ class PodStreams:
         finally:
             ws.close()
 
-    def _interactive(self, ws: WebSocket, app: Any, argv: list[str]) -> None:
-        """`kubectl exec -it POD -- sh`: a shell session on a TTY until the shell exits or the client goes."""
+    def _interactive(self, ws: WebSocket, app: Any, argv: list[str],
+                     ends: tuple[Route, str] | None = None) -> None:
+        """`kubectl exec -it POD -- sh`: a shell session on a TTY until the shell exits or the client goes.
+        Attached to a container whose main process is the shell (`ends`), its exit ends the container."""
         cluster = self.api.cluster
 
         def locked(work):
@@ -175,7 +179,15 @@ class PodStreams:
                 ws.send_channel(STDOUT, session.feed(payload[1:]))
             elif payload[0] == CLOSE:
                 break
-        ws.send_status(session.exit_code or 0, argv)
+        code = session.exit_code or 0
+        if ends is not None and session.exit_code is not None:
+            route, container = ends
+            with cluster.lock:
+                pod = cluster.store.find("Pod", route.namespace, route.name)
+                if pod is not None:
+                    cluster.kubelet.process_ended(pod, container, code)
+                    cluster.settle()
+        ws.send_status(code, argv)
 
     def _read_stdin(self, ws: WebSocket) -> str:
         """What the client sends on stdin until it closes it (v5), or until it goes quiet (older protocols)."""

@@ -80,6 +80,7 @@ class App:
 
     kind = "unknown"
     long_running = True
+    interactive = False
 
     def __init__(self, pod: dict, container: dict, env: AppEnv | None = None):
         self.pod = pod
@@ -358,7 +359,11 @@ class CommandRunner(App):
 
     def __init__(self, pod, container, env=None):
         super().__init__(pod, container, env)
-        self.long_running = _is_long_running(self.argv)
+        program = (self.argv or [self.image.entrypoint])[0].rsplit("/", 1)[-1]
+        #: A shell reading the container's stdin (`kubectl run -it … -- sh`): it runs until someone attaches
+        #: and ends it.
+        self.interactive = bool(container.get("stdin")) and len(self.argv) <= 1 and program in self.image.shells()
+        self.long_running = self.interactive or _is_long_running(self.argv)
 
     def run_command(self):
         if not self.argv:

@@ -164,3 +164,25 @@ def test_a_program_the_image_lacks_fails_to_start(kubectl, lab):
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.startswith("error: Internal error occurred: error executing command in container: ")
     assert result.stderr.rstrip().endswith('exec: "nslookup": executable file not found in $PATH: unknown')
+
+
+def test_run_it_attaches_to_the_containers_shell(lab):
+    master, slave = pty.openpty()
+    env = dict(os.environ, KUBECONFIG=lab.kubeconfig,
+               KUBECACHEDIR=os.path.join(os.path.dirname(lab.kubeconfig), "cache"))
+    proc = subprocess.Popen([find_kubectl(), "run", "scratch", "--rm", "-it", "--restart=Never",
+                             "--image=busybox:1.36", "--", "sh"], stdin=slave, stdout=slave, stderr=slave, env=env,
+                            close_fds=True)
+    os.close(slave)
+    try:
+        assert _read(master, b"/ # ").endswith(b"/ # ")
+        os.write(master, b"hostname\r")
+        assert b"hostname\r\nscratch\r\n/ # " in _read(master, b"scratch\r\n/ # ")
+        os.write(master, b"exit\r")
+        assert proc.wait(timeout=30) == 0
+        assert b'pod "scratch" deleted' in _read(master, b"deleted")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
