@@ -26,9 +26,12 @@ MODEL_NAMES = {"Event": "CoreV1Event", "EndpointSlice": "V1EndpointSlice"}
 #: Fields that are int-or-string in the API (the client types them as `object`).
 INT_OR_STRING = {"targetPort", "port", "maxSurge", "maxUnavailable", "minAvailable"}
 #: Patch strategies kubectl reads for strategic merge (`x-kubernetes-patch-merge-key`).
-MERGE_KEYS = {"containers": "name", "initContainers": "name", "ports": "containerPort", "env": "name",
-              "volumes": "name", "volumeMounts": "mountPath", "conditions": "type", "tolerations": "key",
-              "imagePullSecrets": "name", "hostAliases": "ip"}
+MERGE_KEYS = {("V1PodSpec", "containers"): "name", ("V1PodSpec", "initContainers"): "name",
+              ("V1PodSpec", "volumes"): "name", ("V1PodSpec", "imagePullSecrets"): "name",
+              ("V1PodSpec", "hostAliases"): "ip", ("V1Container", "ports"): "containerPort",
+              ("V1Container", "env"): "name", ("V1Container", "volumeMounts"): "mountPath",
+              ("V1ServiceSpec", "ports"): "port", ("V1PodStatus", "conditions"): "type",
+              ("V1NodeStatus", "conditions"): "type", ("V1DeploymentStatus", "conditions"): "type"}
 INT_OR_STRING_DESCRIPTION = ("IntOrString is a type that can hold an int32 or a string.  When used in JSON or "
                               "YAML marshalling and unmarshalling, it produces or consumes the inner type.  This "
                               "allows you to have, for example, a JSON field that can accept a name or number.")
@@ -94,11 +97,12 @@ class _Builder:
                         {"description": description, **prop}
                 else:
                     prop["description"] = description
-            if key in MERGE_KEYS and type_name.startswith("List["):
-                prop["x-kubernetes-patch-merge-key"] = MERGE_KEYS[key]
+            merge_key = MERGE_KEYS.get((model_name, key))
+            if merge_key and type_name.startswith("List["):
+                prop["x-kubernetes-patch-merge-key"] = merge_key
                 prop["x-kubernetes-patch-strategy"] = "merge"
                 prop["x-kubernetes-list-type"] = "map"
-                prop["x-kubernetes-list-map-keys"] = [MERGE_KEYS[key]]
+                prop["x-kubernetes-list-map-keys"] = [merge_key]
             if info is not None and info.is_required():
                 required.append(key)
             props[key] = prop

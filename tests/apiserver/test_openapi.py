@@ -62,3 +62,26 @@ def test_documents_name_every_kind(api):
     assert status == 200 and "io.k8s.api.core.v1.Service" in v2["definitions"]
     status, headers, body = api.request("GET", "/openapi/v2", headers={"Accept": V2_PROTOBUF})
     assert status == 200 and headers["content-type"] == V2_PROTOBUF and body == openapi.v2_document_protobuf()
+
+
+def test_client_side_apply_merges_lists_by_their_keys(kubectl, lab):
+    svc = ("apiVersion: v1\nkind: Service\nmetadata: {name: merged}\nspec:\n  selector: {app: merged}\n"
+           "  ports: [{name: a, port: 80}, {name: b, port: 81}]\n")
+    kubectl("apply -f -", input=svc)
+    kubectl("apply -f -", input=svc.replace("81", "82"))
+    assert [p["port"] for p in lab.get("svc", "merged")["spec"]["ports"]] == [80, 82]
+    dep = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: merged}\nspec:\n"
+           "  selector: {matchLabels: {app: merged}}\n  template:\n    metadata: {labels: {app: merged}}\n"
+           "    spec:\n      containers: [{name: web, image: nginx, env: [{name: A, value: '1'}]}]\n")
+    kubectl("apply -f -", input=dep)
+    kubectl("apply -f -", input=dep.replace("'1'", "'2'"))
+    container = lab.get("deploy", "merged")["spec"]["template"]["spec"]["containers"][0]
+    assert container["env"] == [{"name": "A", "value": "2"}]
+
+
+def test_merge_keys_follow_the_type():
+    import json as j
+    schemas = j.loads(openapi.v3_document_text("api/v1"))["components"]["schemas"]
+    assert schemas["io.k8s.api.core.v1.ServiceSpec"]["properties"]["ports"]["x-kubernetes-patch-merge-key"] == "port"
+    assert schemas["io.k8s.api.core.v1.Container"]["properties"]["ports"]["x-kubernetes-patch-merge-key"] == \
+        "containerPort"
