@@ -61,6 +61,7 @@ class _Builder:
         self.names: dict[str, str] = dict(names) if names is not None else dict(_definition_names())
 
     def name_of(self, model_name: str, group: str) -> str:
+        """The definition name of a client model (`io.k8s.api.core.v1.ServiceSpec`)."""
         if model_name not in self.names:
             short = _short(model_name)
             package = META if short in META_TYPES else PACKAGES.get(group, PACKAGES[""])
@@ -68,6 +69,7 @@ class _Builder:
         return self.names[model_name]
 
     def ref(self, model_name: str, group: str) -> dict:
+        """A reference to a model's schema, writing the schema on first use."""
         name = self.name_of(model_name, group)
         if name not in self.schemas:
             self.schemas[name] = {}
@@ -77,6 +79,7 @@ class _Builder:
         return {"$ref": self.ref_prefix + name}
 
     def schema(self, model_name: str, group: str, kind: KindInfo | None = None) -> dict:
+        """The schema of one model: its properties, required fields and description."""
         cls = _model(model_name)
         out: dict = {"type": "object"}
         doc = (cls.__doc__ or "").strip().split("\n\n", 1)[0].strip() if cls is not None else ""
@@ -115,6 +118,7 @@ class _Builder:
         return out
 
     def type_schema(self, type_name: str, group: str, key: str = "") -> dict:
+        """The schema of a client type name (`List[V1ServicePort]`, `Dict[str, str]`, `int`)."""
         if type_name.startswith("List["):
             return {"type": "array", "items": self.type_schema(type_name[5:-1], group)}
         if type_name.startswith("Dict["):
@@ -142,6 +146,7 @@ class _Builder:
         return {"type": "object"}
 
     def kind(self, info: KindInfo) -> str:
+        """Write a served kind's schema (with its group-version-kind); returns its definition name."""
         model_name = MODEL_NAMES.get(info.kind, f"V1{info.kind}")
         name = self.name_of(model_name, info.group)
         self.schemas[name] = {}
