@@ -639,20 +639,46 @@ def nslookup_bind(sh: Shell, args: list[str], stdin: str) -> Output:
 
 
 def nslookup_busybox(sh: Shell, args: list[str], stdin: str) -> Output:
-    """nslookup NAME (busybox's: `Address:` with `:53`, one `Name:`/`Address:` pair per address)"""
+    """nslookup NAME (busybox's): one query per name of the resolv.conf search path, each answer printed
+    (`Name:`/`Address:`, or `** server can't find …`), the server as `ip:53`; it exits 0 once a server answered."""
     names = [a for a in args if not a.startswith("-")]
     if not names or sh.app.env is None:
         return Output(1, "", "BusyBox v1.36.1 (2023-05-18 22:34:17 UTC) multi-call binary.\n\n"
                              "Usage: nslookup [-type=QUERY_TYPE] [-debug] HOST [DNS_SERVER]\n")
-    answer = sh.app.env.nslookup(names[0])
-    server = sh.app.nameserver
-    head = f"Server:\t\t{server}\nAddress:\t{server}:53\n\n"
-    if answer.rcode == "SERVFAIL" and not answer.addresses:
-        return Output(1, ";; connection timed out; no servers could be reached\n\n")
-    if answer.rcode != "NOERROR":
-        return Output(1, head + f"** server can't find {answer.name or names[0]}: {answer.rcode}\n\n")
-    body = "".join(f"Name:\t{answer.name}\nAddress: {a}\n" for a in answer.addresses)
-    return Output(0, head + body + "\n")
+    search, ndots = _resolver(sh.app.files.get("/etc/resolv.conf", ""))
+    out = [f"Server:\t\t{sh.app.nameserver}\nAddress:\t{sh.app.nameserver}:53\n\n"]
+    for candidate in _candidates(names[0], search, ndots):
+        answer = sh.app.env.nslookup(candidate + ".")
+        if answer.rcode == "SERVFAIL" and not answer.addresses and "no servers could be reached" in answer.text:
+            return Output(1, ";; connection timed out; no servers could be reached\n\n")
+        if answer.rcode != "NOERROR":
+            out.append(f"** server can't find {candidate}: {answer.rcode}\n\n")
+        elif answer.addresses:
+            out.append("".join(f"Name:\t{answer.name}\nAddress: {a}\n" for a in answer.addresses) + "\n")
+        else:
+            out.append(f"*** Can't find {candidate}: No answer\n\n")
+    return Output(0, "".join(out))
+
+
+def _resolver(text: str) -> tuple[list[str], int]:
+    search, ndots = [], 1
+    for line in text.splitlines():
+        words = line.split()
+        if words and words[0] in ("search", "domain"):
+            search = words[1:]
+        elif words and words[0] == "options":
+            for option in words[1:]:
+                if option.startswith("ndots:") and option[6:].isdigit():
+                    ndots = int(option[6:])
+    return search, ndots
+
+
+def _candidates(name: str, search: list[str], ndots: int) -> list[str]:
+    """The names a stub resolver tries for `name`, in order (without the trailing dot)."""
+    if name.endswith("."):
+        return [name.rstrip(".")]
+    suffixed = [f"{name}.{domain.strip('.')}" for domain in search if domain.strip(".")]
+    return [name, *suffixed] if name.count(".") >= ndots else [*suffixed, name]
 
 
 COMMON: dict[str, Command] = {

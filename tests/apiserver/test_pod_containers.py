@@ -89,7 +89,10 @@ def test_nslookup_busybox_and_bind_formats(kubectl, lab):
     ip = lab.get("svc", "web")["spec"]["clusterIP"]
     busybox = kubectl("exec bb -- nslookup web").stdout
     assert busybox == (f"Server:\t\t10.96.0.10\nAddress:\t10.96.0.10:53\n\n"
-                       f"Name:\tweb.default.svc.cluster.local\nAddress: {ip}\n\n")
+                       f"Name:\tweb.default.svc.cluster.local\nAddress: {ip}\n\n"
+                       "** server can't find web.svc.cluster.local: NXDOMAIN\n\n"
+                       "** server can't find web.cluster.local: NXDOMAIN\n\n"
+                       "** server can't find web: NXDOMAIN\n\n")
     bind = kubectl("exec dns -- nslookup web").stdout
     assert bind.startswith("Server:\t\t10.96.0.10\nAddress:\t10.96.0.10#53\n\n")
     assert f"Name:\tweb.default.svc.cluster.local\nAddress: {ip}\n" in bind

@@ -19,13 +19,12 @@ class Env:
         return 1767225600.0
 
     def nslookup(self, name):
-        if name in ("web", "web.default.svc.cluster.local"):
+        fqdn = name.rstrip(".") if name.endswith(".") else f"{name}.default.svc.cluster.local"
+        if fqdn == "web.default.svc.cluster.local":
             return NslookupAnswer(["10.96.0.20"], "NOERROR", "Server:\t\t10.96.0.10\nAddress:\t10.96.0.10#53\n\n"
-                                  "Name:\tweb.default.svc.cluster.local\nAddress: 10.96.0.20\n",
-                                  "web.default.svc.cluster.local")
+                                  "Name:\tweb.default.svc.cluster.local\nAddress: 10.96.0.20\n", fqdn)
         return NslookupAnswer([], "NXDOMAIN", f"Server:\t\t10.96.0.10\nAddress:\t10.96.0.10#53\n\n"
-                              f"** server can't find {name}.default.svc.cluster.local: NXDOMAIN\n",
-                              f"{name}.default.svc.cluster.local")
+                              f"** server can't find {name.rstrip('.')}: NXDOMAIN\n", fqdn)
 
     def fetch(self, url):
         self.fetched.append(url)
@@ -84,9 +83,15 @@ def test_busybox_has_wget_and_busybox_nslookup_but_no_curl():
     assert r.code == 0 and r.stdout == "hello\n"
     _, r = run("busybox", "nslookup web")
     assert r.stdout == ("Server:\t\t10.96.0.10\nAddress:\t10.96.0.10:53\n\n"
-                        "Name:\tweb.default.svc.cluster.local\nAddress: 10.96.0.20\n\n")
+                        "Name:\tweb.default.svc.cluster.local\nAddress: 10.96.0.20\n\n"
+                        "** server can't find web.svc.cluster.local: NXDOMAIN\n\n"
+                        "** server can't find web.cluster.local: NXDOMAIN\n\n"
+                        "** server can't find web: NXDOMAIN\n\n")
     _, r = run("busybox", "nslookup nope")
-    assert r.code == 1 and "** server can't find nope.default.svc.cluster.local: NXDOMAIN" in r.stdout
+    assert r.code == 0 and "** server can't find nope.default.svc.cluster.local: NXDOMAIN\n\n" in r.stdout
+    _, r = run("busybox", "nslookup web.default.svc.cluster.local.")
+    assert r.stdout.endswith("Address:\t10.96.0.10:53\n\nName:\tweb.default.svc.cluster.local\n"
+                             "Address: 10.96.0.20\n\n")
     _, r = run("busybox", "curl web")
     assert r.code == 127 and r.stderr == "sh: curl: not found\n"
 
