@@ -600,31 +600,42 @@ def wget(sh: Shell, args: list[str], stdin: str) -> Output:
     result = _fetch(sh, full)
     quiet = bool(opts.get("q"))
     target = opts.get("O")
-    err = "" if quiet else f"Connecting to {host} ({_host_ip(result, host)})\n"
+    address = _address(sh, host)
+    err = "" if quiet else f"Connecting to {host} ({address})\n"
     if result is None or result.status is None:
         error = getattr(result, "error", "") or ""
         if "resolve" in error.lower():
             return Output(1, "", f"wget: bad address '{host.rsplit(':', 1)[0]}'\n")
         if "timed out" in error.lower() or getattr(result, "exit_code", 0) == 28:
             return Output(1, err, "wget: download timed out\n")
-        return Output(1, "", err + f"wget: can't connect to remote host ({_host_ip(result, host)}): "
+        return Output(1, "", err + f"wget: can't connect to remote host ({address.rsplit(':', 1)[0]}): "
                                    f"Connection refused\n")
     if result.status >= 400:
         return Output(1, "", err + f"wget: server returned error: HTTP/1.1 {result.status} "
                                    f"{_reason(result.status)}\n")
     name = str(target) if isinstance(target, str) else (full.split("://", 1)[1].split("?")[0].rsplit("/", 1)[-1]
                                                          if "/" in full.split("://", 1)[1] else "") or "index.html"
+    size = len(result.body.encode())
     if name == "-":
-        return Output(0, result.body, "" if quiet else err + "writing to stdout\n")
+        return Output(0, result.body, "" if quiet else err + "writing to stdout\n"
+                      f"-                    100% |********************************| {size:>5}  0:00:00 ETA\n"
+                      "written to stdout\n")
     sh.app.files[sh.path(name)] = result.body
     note = "" if quiet else err + f"saving to '{name}'\n{name:<20} 100% |********************************| " \
                                   f"{len(result.body.encode()):>5}  0:00:00 ETA\n'{name}' saved\n"
     return Output(0, "", note)
 
 
-def _host_ip(result, host: str) -> str:
-    endpoint = getattr(result, "endpoint", None) if result is not None else None
-    return endpoint or host
+def _address(sh: Shell, host: str) -> str:
+    """`host:port` with the host resolved as wget prints it (`web:80` → `10.96.12.7:80`)."""
+    name, _, port = host.partition(":")
+    port = port or "80"
+    if name.replace(".", "").isdigit() or sh.app.env is None:
+        return f"{name}:{port}"
+    if name == "localhost":
+        return f"127.0.0.1:{port}"
+    answer = sh.app.env.nslookup(name)
+    return f"{answer.addresses[0]}:{port}" if answer.addresses else f"{name}:{port}"
 
 
 def nslookup_bind(sh: Shell, args: list[str], stdin: str) -> Output:

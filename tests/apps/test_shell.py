@@ -135,3 +135,13 @@ def test_exit_and_syntax_errors():
     assert app.shell().run("echo 'open").code == 2
     with pytest.raises(ShellSyntaxError):
         parse("| wc")
+
+
+def test_wget_says_where_it_connects_and_what_it_wrote():
+    app, r = run("busybox", "wget http://web/; cat index.html; wget -O- web")
+    assert r.stderr.startswith("Connecting to web (10.96.0.20:80)\nsaving to 'index.html'\n")
+    assert "Connecting to web (10.96.0.20:80)\nwriting to stdout\n" in r.stderr
+    assert r.stderr.endswith("written to stdout\n")
+    assert r.stdout == "hello\nhello\n" and app.files["/index.html"] == "hello\n"
+    _, r = run("busybox", "wget -q nope")
+    assert r.code == 1 and r.stderr == "wget: bad address 'nope'\n"
