@@ -98,7 +98,7 @@ class InteractiveShell:
                 out += self.prompt()
                 continue
             result = self.run(lambda line=event: self.shell.run(line))
-            out += to_terminal(result.stdout + result.stderr)
+            out += to_terminal(result.shown)
             if self.shell.exited is not None:
                 self.exit_code = self.shell.exited
                 break

@@ -24,11 +24,17 @@ class ShellSyntaxError(ValueError):
 
 @dataclass
 class Output:
-    """What one command printed and how it exited."""
+    """What one command printed and how it exited; `terminal` is both streams in the order a TTY shows them."""
 
     code: int = 0
     stdout: str = ""
     stderr: str = ""
+    terminal: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """What a terminal shows of it."""
+        return self.terminal if self.terminal is not None else self.stdout + self.stderr
 
 
 @dataclass
@@ -241,7 +247,7 @@ class Shell:
         except ShellSyntaxError as e:
             self.status = 2
             return Output(2, "", f"{self.name}: {e}\n")
-        out, err = [], []
+        out, err, shown = [], [], []
         try:
             for and_or in script:
                 for joiner, pipeline in and_or:
@@ -251,11 +257,12 @@ class Shell:
                     stdin = ""
                     out.append(result.stdout)
                     err.append(result.stderr)
+                    shown.append(result.stderr + result.stdout)
                     self.status = result.code
         except ExitShell as e:
             self.status = e.code
             self.exited = e.code
-        return Output(self.status, "".join(out), "".join(err))
+        return Output(self.status, "".join(out), "".join(err), "".join(shown))
 
     def run_argv(self, argv: list[str], stdin: str = "") -> Output:
         """Run one command given as words (no parsing, as the kubelet's exec hands them over)."""

@@ -145,3 +145,8 @@ def test_wget_says_where_it_connects_and_what_it_wrote():
     assert r.stdout == "hello\nhello\n" and app.files["/index.html"] == "hello\n"
     _, r = run("busybox", "wget -q nope")
     assert r.code == 1 and r.stderr == "wget: bad address 'nope'\n"
+
+
+def test_a_terminal_shows_each_commands_output_in_order():
+    _, r = run("busybox", "cat /nope; echo after")
+    assert r.shown == "cat: can't open '/nope': No such file or directory\nafter\n"
