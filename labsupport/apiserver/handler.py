@@ -12,8 +12,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from labsupport.apiserver import discovery, eventtime, tables
+from labsupport.apiserver import authz, discovery, eventtime, openapi, tables
 from labsupport.apiserver.fields import conflict_error
+from labsupport.apiserver.openapi_pb import V2_PROTOBUF
 from labsupport.apiserver.patch import apply_patch, json_merge_patch, json_patch, strategic_merge_patch
 from labsupport.apiserver.pods import PodStreams
 from labsupport.apiserver.portforward import PortForwarding
@@ -234,7 +235,6 @@ class RequestHandler(Watching, PodStreams, PortForwarding, BaseHTTPRequestHandle
             return self._send_json(discovery.api_versions() if core else discovery.api_group_list())
         if path.startswith("/openapi"):
             return self._openapi(path)
-        from labsupport.apiserver import authz
         if authz.handles(path):
             if method != "POST":
                 raise MethodNotAllowed("the server does not allow this method on the requested resource")
@@ -284,10 +284,8 @@ class RequestHandler(Watching, PodStreams, PortForwarding, BaseHTTPRequestHandle
         raise MethodNotAllowed("the server does not allow this method on the requested resource")
 
     def _openapi(self, path: str) -> None:
-        from labsupport.apiserver import openapi
         parts = path.strip("/").split("/")
         if parts == ["openapi", "v2"]:
-            from labsupport.apiserver.openapi_pb import V2_PROTOBUF
             if "protobuf" in self._accept():
                 return self._send_bytes(openapi.v2_document_protobuf(), content_type=V2_PROTOBUF)
             if "json" not in self._accept() and "*/*" not in self._accept():

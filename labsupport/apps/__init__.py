@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from labsupport.apps import container as _container
+from labsupport.apps.commands import BUILTINS
 from labsupport.apps.container import ClusterDNS
+from labsupport.apps.images import coredns_start_lines, image_for, netexec_start_lines, nginx_start_lines
+from labsupport.apps.shell import Shell
 
 __all__ = ["App", "AppEnv", "HttpResponse", "ExecResult", "NOT_STARTED", "app_for", "image_repository"]
 
@@ -89,7 +92,6 @@ class App:
         self.argv: list[str] = list(container.get("command") or []) + list(container.get("args") or [])
         self.log: list[str] = []
         self.running = True
-        from labsupport.apps.images import image_for
         self.image = image_for(image_repository(container.get("image", "")))
         self.ip = env.pod_ip() if env is not None else None
         dns = env.cluster_dns() if env is not None else ClusterDNS()
@@ -116,14 +118,12 @@ class App:
 
     def binary_path(self, name: str) -> str | None:
         """Where a command lives in this image (`which`); None for a shell builtin or a missing command."""
-        from labsupport.apps.commands import BUILTINS
         if name in BUILTINS or name not in self.image.commands:
             return None
         return f"{self.image.bin_dir}/{name}"
 
     def shell(self):
         """A new shell process in this container."""
-        from labsupport.apps.shell import Shell
         return Shell(self, self.image.command_table(), self.environ)
 
     def listens(self) -> set[tuple[str, int]]:
@@ -212,7 +212,6 @@ class Nginx(App):
     def __init__(self, pod, container, env=None):
         super().__init__(pod, container, env)
         self.files.update({f"{NGINX_ROOT}/index.html": NGINX_INDEX, f"{NGINX_ROOT}/50x.html": NGINX_50X})
-        from labsupport.apps.images import nginx_start_lines
         self.log += nginx_start_lines(self.started)
 
     def listens(self):
@@ -250,7 +249,6 @@ class Netexec(App):
         super().__init__(pod, container, env)
         self.http_port = int(_flag(self.argv, "http-port", "8080"))
         self.udp_port = int(_flag(self.argv, "udp-port", "8081"))
-        from labsupport.apps.images import netexec_start_lines
         self.log += netexec_start_lines(self.started, self.http_port, self.udp_port)
 
     def listens(self):
@@ -336,7 +334,6 @@ class CoreDNS(App):
 
     def __init__(self, pod, container, env=None):
         super().__init__(pod, container, env)
-        from labsupport.apps.images import coredns_start_lines
         self.log += coredns_start_lines()
 
     def listens(self):
