@@ -411,7 +411,7 @@ def run_shell_command(app: App, argv: list[str], stdin: str = "") -> ExecResult:
     shell = app.shell()
     name = argv[0]
     program = name.rsplit("/", 1)[-1]
-    if program not in shell.commands or program in ("cd", "export", "unset", "pwd", "exit"):
+    if program not in shell.commands or program in ("cd", "export", "unset", "pwd", "exit", "break", "continue"):
         return ExecResult(NOT_STARTED, f"OCI runtime exec failed: exec failed: unable to start container process: "
                                        f"exec: \"{name}\": executable file not found in $PATH: unknown\r\n", "")
     result = shell.run_argv([program, *argv[1:]], stdin)

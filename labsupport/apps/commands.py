@@ -10,7 +10,7 @@ import re
 from datetime import datetime, timezone
 from typing import Callable
 
-from labsupport.apps.shell import ExitShell, Output, Shell
+from labsupport.apps.shell import ExitShell, LoopControl, Output, Shell
 
 Command = Callable[[Shell, list[str], str], Output]
 
@@ -152,6 +152,32 @@ def exit_(sh: Shell, args: list[str], stdin: str) -> Output:
     except ValueError:
         return Output(2, "", f"sh: exit: Illegal number: {args[0]}\n")
     raise ExitShell(code & 0xFF)
+
+
+def break_(sh: Shell, args: list[str], stdin: str) -> Output:
+    """break (out of the innermost loop)"""
+    raise LoopControl("break")
+
+
+def continue_(sh: Shell, args: list[str], stdin: str) -> Output:
+    """continue (with the next round of the innermost loop)"""
+    raise LoopControl("continue")
+
+
+def seq(sh: Shell, args: list[str], stdin: str) -> Output:
+    """seq [FIRST [INCREMENT]] LAST"""
+    try:
+        numbers = [int(a) for a in args]
+    except ValueError:
+        return Output(1, "", f"seq: invalid number '{next(a for a in args if not a.lstrip('-').isdigit())}'\n")
+    if not 1 <= len(numbers) <= 3:
+        return Output(1, "", "seq: missing operand\n")
+    first, step, last = (1, 1, numbers[0]) if len(numbers) == 1 else \
+        (numbers[0], 1, numbers[1]) if len(numbers) == 2 else tuple(numbers)
+    if step == 0:
+        return Output(1, "", "seq: invalid increment '0'\n")
+    values = range(first, last + (1 if step > 0 else -1), step)
+    return Output(0, "".join(f"{n}\n" for n in list(values)[:100000]))
 
 
 def ls(sh: Shell, args: list[str], stdin: str) -> Output:
@@ -698,7 +724,9 @@ COMMON: dict[str, Command] = {
     "tail": _head_tail("tail"), "grep": grep, "wc": wc, "sort": sort, "uniq": uniq, "cut": cut, "tr": tr,
     "mkdir": mkdir, "touch": touch, "rm": rm, "cp": cp, "mv": mv, "sleep": sleep, "true": true, "false": false,
     "hostname": hostname, "date": date, "id": id_, "whoami": whoami, "uname": uname, "test": test, "[": test,
-    "sh": sh_, "ash": sh_, "bash": sh_, "which": which,
+    "sh": sh_, "ash": sh_, "bash": sh_, "which": which, "break": break_, "continue": continue_, "seq": seq,
+    ":": true,
 }
 #: Builtins of the shell itself (no file in /bin).
-BUILTINS = frozenset({"cd", "exit", "export", "unset", "pwd", "echo", "printf", "test", "[", "true", "false"})
+BUILTINS = frozenset({"cd", "exit", "export", "unset", "pwd", "echo", "printf", "test", "[", "true", "false",
+                      "break", "continue", ":"})

@@ -13,11 +13,11 @@ from labsupport.apps import commands as c
 DEBIAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BUSYBOX_APPLETS = ("cat", "echo", "printf", "env", "printenv", "ls", "head", "tail", "grep", "wc", "sort",
                    "uniq", "cut", "tr", "mkdir", "touch", "rm", "cp", "mv", "sleep", "true", "false", "hostname",
-                   "date", "id", "whoami", "uname", "test", "[", "sh", "ash", "which", "ps", "wget", "nslookup")
+                   "seq", "date", "id", "whoami", "uname", "test", "[", "sh", "ash", "which", "ps", "wget", "nslookup")
 COREUTILS = ("cat", "echo", "printf", "env", "printenv", "ls", "head", "tail", "grep", "wc", "sort", "uniq", "cut",
-             "tr", "mkdir", "touch", "rm", "cp", "mv", "sleep", "true", "false", "hostname", "date", "id",
+             "seq", "tr", "mkdir", "touch", "rm", "cp", "mv", "sleep", "true", "false", "hostname", "date", "id",
              "whoami", "uname", "test", "[", "sh", "bash", "which")
-SHELL_BUILTINS = ("cd", "exit", "export", "unset", "pwd")
+SHELL_BUILTINS = ("cd", "exit", "export", "unset", "pwd", "break", "continue", ":")
 
 
 @dataclass(frozen=True)

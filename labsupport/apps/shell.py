@@ -1,12 +1,16 @@
 """A small POSIX-style command interpreter over a container's files, environment and network verbs.
 
 It parses what `sh -c` and an interactive `kubectl exec -it POD -- sh` receive — quoting, `$VAR` / `${VAR}` /
-`$?` / `$(cmd)` expansion, pipes, `;`, `&&`, `||`, `>`, `>>`, `<`, `2>&1`, `VAR=value` — and runs each command
+`$?` / `$(cmd)` / `$((i + 1))` expansion, pipes, `;`, `&&`, `||`, `>`, `>>`, `<`, `2>&1`, `VAR=value`, `for`,
+`while`, `until`, `if`/`elif`/`else`, `break`, `continue` — and runs each command
 from the image's own set (see `labsupport.apps.images`), so a command the image lacks is `not found`, as it is.
 """
 from __future__ import annotations
 
+import ast
+import operator
 import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
@@ -52,8 +56,38 @@ class Command:
     redirects: list[tuple[str, Word | None]] = field(default_factory=list)
 
 
+@dataclass
+class ForLoop:
+    """`for NAME in WORDS; do BODY; done`."""
+
+    name: str
+    words: list[Word]
+    body: "Script"
+
+
+@dataclass
+class WhileLoop:
+    """`while COND; do BODY; done` (or `until`)."""
+
+    condition: "Script"
+    body: "Script"
+    until: bool = False
+
+
+@dataclass
+class IfClause:
+    """`if COND; then BODY; elif COND; then BODY; else BODY; fi`."""
+
+    branches: list[tuple["Script", "Script"]]
+    otherwise: "Script | None" = None
+
+
 #: A script: and-or lists, each a list of (operator before it, pipeline of commands).
-Script = list[list[tuple[str, list[Command]]]]
+Script = list[list[tuple[str, list]]]
+#: Words that start or end a compound command where a command may begin.
+RESERVED = frozenset({"for", "while", "until", "if", "then", "elif", "else", "fi", "do", "done"})
+#: How many rounds a loop may run: a shell here must not hold the cluster forever.
+MAX_ROUNDS = 1000
 
 
 def _tokens(text: str) -> list[Word | str]:
@@ -149,62 +183,143 @@ def _matching_paren(text: str, start: int) -> int:
 
 
 def parse(text: str) -> Script:
-    """Parse a script into and-or lists of pipelines of commands."""
-    script: Script = []
-    current: list[tuple[str, list[Command]]] = []
-    pipeline: list[Command] = []
-    command = Command()
-    joiner = ""
-    tokens = _tokens(text)
-    i = 0
-
-    def close_command() -> None:
-        nonlocal command
-        if command.words or command.redirects:
-            pipeline.append(command)
-        command = Command()
-
-    while i < len(tokens):
-        tok = tokens[i]
-        if isinstance(tok, Word):
-            command.words.append(tok)
-        elif tok in (">", ">>", "<", "2>", "2>>", "&>"):
-            target = tokens[i + 1] if i + 1 < len(tokens) else None
-            if not isinstance(target, Word):
-                raise ShellSyntaxError(f"syntax error: unexpected {_describe(target)}")
-            command.redirects.append((tok, target))
-            i += 1
-        elif tok == "2>&1":
-            command.redirects.append((tok, None))
-        elif tok == "|":
-            if not command.words:
-                raise ShellSyntaxError('syntax error: unexpected "|"')
-            close_command()
-        elif tok in ("&&", "||"):
-            close_command()
-            if not pipeline:
-                raise ShellSyntaxError(f'syntax error: unexpected "{tok}"')
-            current.append((joiner, pipeline))
-            pipeline, joiner = [], tok
-        elif tok in (";", "\n", "&", ";;"):
-            close_command()
-            if pipeline:
-                current.append((joiner, pipeline))
-            elif joiner or (tok == ";" and not current):
-                if tok != "\n":
-                    raise ShellSyntaxError(f'syntax error: unexpected "{tok}"')
-            if current:
-                script.append(current)
-            current, pipeline, joiner = [], [], ""
-        i += 1
-    close_command()
-    if pipeline:
-        current.append((joiner, pipeline))
-    elif joiner:
-        raise ShellSyntaxError("syntax error: unexpected end of file")
-    if current:
-        script.append(current)
+    """Parse a script into and-or lists of pipelines of commands (simple ones, loops and ifs)."""
+    parser = _Parser(_tokens(text))
+    script = parser.script(frozenset())
+    if parser.peek() is not None:
+        raise ShellSyntaxError(f"syntax error: unexpected {_describe(parser.peek())}")
     return script
+
+
+class _Parser:
+    """Recursive descent over the tokens."""
+
+    SEPARATORS = (";", "\n", "&", ";;")
+    REDIRECTS = (">", ">>", "<", "2>", "2>>", "&>")
+
+    def __init__(self, tokens: list):
+        self.tokens = tokens
+        self.i = 0
+
+    def peek(self):
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def take(self):
+        tok = self.peek()
+        self.i += 1
+        return tok
+
+    def keyword(self) -> str | None:
+        tok = self.peek()
+        if isinstance(tok, Word) and len(tok.parts) == 1 and tok.parts[0][1] == "" and tok.parts[0][0] in RESERVED:
+            return tok.parts[0][0]
+        return None
+
+    def expect(self, word: str) -> None:
+        if self.keyword() != word:
+            found = self.peek()
+            raise ShellSyntaxError(f'syntax error: unexpected {_describe(found)} (expecting "{word}")')
+        self.take()
+
+    def newlines(self) -> None:
+        while self.peek() == "\n":
+            self.take()
+
+    def script(self, until: frozenset) -> Script:
+        out: Script = []
+        while True:
+            while self.peek() in self.SEPARATORS:
+                self.take()
+            if self.peek() is None or self.keyword() in until:
+                return out
+            out.append(self.and_or(until))
+
+    def and_or(self, until: frozenset) -> list:
+        items = [("", self.pipeline(until))]
+        while self.peek() in ("&&", "||"):
+            op = self.take()
+            self.newlines()
+            items.append((op, self.pipeline(until)))
+        return items
+
+    def pipeline(self, until: frozenset) -> list:
+        commands = [self.command(until)]
+        while self.peek() == "|":
+            self.take()
+            self.newlines()
+            commands.append(self.command(until))
+        return commands
+
+    def command(self, until: frozenset):
+        word = self.keyword()
+        if word == "for":
+            return self.for_loop()
+        if word in ("while", "until"):
+            self.take()
+            condition = self.script(frozenset({"do"}))
+            self.expect("do")
+            body = self.script(frozenset({"done"}))
+            self.expect("done")
+            return WhileLoop(condition, body, until=word == "until")
+        if word == "if":
+            return self.if_clause()
+        if word is not None:
+            raise ShellSyntaxError(f'syntax error: unexpected "{word}"')
+        command = Command()
+        while True:
+            tok = self.peek()
+            if isinstance(tok, Word):
+                command.words.append(self.take())
+            elif tok in self.REDIRECTS:
+                self.take()
+                target = self.peek()
+                if not isinstance(target, Word):
+                    raise ShellSyntaxError(f"syntax error: unexpected {_describe(target)}")
+                command.redirects.append((tok, self.take()))
+            elif tok == "2>&1":
+                command.redirects.append((self.take(), None))
+            else:
+                break
+        if not command.words and not command.redirects:
+            raise ShellSyntaxError(f"syntax error: unexpected {_describe(self.peek())}")
+        return command
+
+    def for_loop(self) -> ForLoop:
+        self.take()
+        name = self.take()
+        if not isinstance(name, Word) or len(name.parts) != 1:
+            raise ShellSyntaxError("syntax error: bad for loop variable")
+        words: list[Word] = []
+        self.newlines()
+        if isinstance(self.peek(), Word) and self.peek().parts == [("in", "")]:
+            self.take()
+            while isinstance(self.peek(), Word):
+                words.append(self.take())
+        while self.peek() in self.SEPARATORS:
+            self.take()
+        self.expect("do")
+        body = self.script(frozenset({"done"}))
+        self.expect("done")
+        return ForLoop(name.parts[0][0], words, body)
+
+    def if_clause(self) -> IfClause:
+        self.take()
+        branches = []
+        while True:
+            condition = self.script(frozenset({"then"}))
+            self.expect("then")
+            body = self.script(frozenset({"elif", "else", "fi"}))
+            branches.append((condition, body))
+            if self.keyword() == "elif":
+                self.take()
+                continue
+            break
+        otherwise = None
+        if self.keyword() == "else":
+            self.take()
+            otherwise = self.script(frozenset({"fi"}))
+        self.expect("fi")
+        return IfClause(branches, otherwise)
 
 
 def _describe(token) -> str:
@@ -214,11 +329,26 @@ def _describe(token) -> str:
 
 
 class ExitShell(Exception):
-    """`exit N`."""
+    """`exit N`; `output` carries what the script printed before it."""
 
     def __init__(self, code: int):
         super().__init__(code)
         self.code = code
+        self.output: Output | None = None
+
+
+class LoopControl(Exception):
+    """`break` or `continue` inside a loop."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
+        self.output: Output | None = None
+
+
+def _joined(parts: list[Output], code: int) -> Output:
+    return Output(code, "".join(p.stdout for p in parts), "".join(p.stderr for p in parts),
+                  "".join(p.shown for p in parts))
 
 
 Builtin = Callable[["Shell", list[str], str], Output]
@@ -247,6 +377,17 @@ class Shell:
         except ShellSyntaxError as e:
             self.status = 2
             return Output(2, "", f"{self.name}: {e}\n")
+        try:
+            return self._script(script, stdin)
+        except ExitShell as e:
+            self.status = e.code
+            self.exited = e.code
+            done = e.output or Output()
+            return Output(e.code, done.stdout, done.stderr, done.terminal)
+        except LoopControl:
+            return Output(self.status)
+
+    def _script(self, script: Script, stdin: str = "") -> Output:
         out, err, shown = [], [], []
         try:
             for and_or in script:
@@ -257,12 +398,54 @@ class Shell:
                     stdin = ""
                     out.append(result.stdout)
                     err.append(result.stderr)
-                    shown.append(result.stderr + result.stdout)
+                    shown.append(result.shown if result.terminal is not None else result.stderr + result.stdout)
                     self.status = result.code
-        except ExitShell as e:
-            self.status = e.code
-            self.exited = e.code
+        except (ExitShell, LoopControl) as e:
+            partial = e.output or Output()
+            e.output = Output(self.status, "".join(out) + partial.stdout, "".join(err) + partial.stderr,
+                              "".join(shown) + partial.shown)
+            raise
         return Output(self.status, "".join(out), "".join(err), "".join(shown))
+
+    def _compound(self, node, stdin: str) -> Output:
+        parts: list[Output] = []
+        if isinstance(node, IfClause):
+            for condition, body in node.branches:
+                parts.append(self._script(condition, stdin))
+                if self.status == 0:
+                    parts.append(self._script(body))
+                    return _joined(parts, self.status)
+            if node.otherwise is not None:
+                parts.append(self._script(node.otherwise))
+                return _joined(parts, self.status)
+            return _joined(parts, 0)
+        values = None
+        if isinstance(node, ForLoop):
+            values = [v for word in node.words for v in self.expand(word)]
+        rounds = 0
+        self.status = 0
+        while True:
+            if values is not None:
+                if rounds >= len(values):
+                    break
+                self.variables[node.name] = values[rounds]
+            else:
+                check = self._script(node.condition, stdin)
+                parts.append(check)
+                if (self.status == 0) == node.until:
+                    self.status = 0
+                    break
+            rounds += 1
+            if rounds > MAX_ROUNDS:
+                parts.append(Output(130, "", f"{self.name}: loop stopped after {MAX_ROUNDS} rounds\n"))
+                return _joined(parts, 130)
+            try:
+                parts.append(self._script(node.body))
+            except LoopControl as e:
+                parts.append(e.output or Output())
+                if e.kind == "break":
+                    break
+        return _joined(parts, self.status)
 
     def run_argv(self, argv: list[str], stdin: str = "") -> Output:
         """Run one command given as words (no parsing, as the kubelet's exec hands them over)."""
@@ -275,7 +458,12 @@ class Shell:
         data, err = stdin, []
         result = Output()
         for command in pipeline:
-            result = self._command(command, data)
+            if isinstance(command, (ForLoop, WhileLoop, IfClause)):
+                result = self._compound(command, data)
+                if len(pipeline) == 1:
+                    return result
+            else:
+                result = self._command(command, data)
             data = result.stdout
             err.append(result.stderr)
         return Output(result.code, data, "".join(err))
@@ -398,7 +586,13 @@ class Shell:
                 i += 1
                 continue
             nxt = text[i + 1]
-            if nxt == "(":
+            if text.startswith("$((", i):
+                close = text.find("))", i)
+                if close < 0:
+                    raise ShellSyntaxError("syntax error: missing '))'")
+                out += str(self.arithmetic(text[i + 3:close]))
+                i = close + 2
+            elif nxt == "(":
                 close = _matching_paren(text, i + 1)
                 inner = Shell(self.app, self.commands, self.environ)
                 inner.variables, inner.cwd = dict(self.variables), self.cwd
@@ -427,6 +621,36 @@ class Shell:
                 out += ch
                 i += 1
         return out
+
+    def arithmetic(self, expression: str) -> int:
+        """The value of `$(( … ))`: integers, variables, + - * / % and comparisons."""
+        ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+               ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Lt: operator.lt, ast.LtE: operator.le,
+               ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
+
+        def value(node) -> int:
+            if isinstance(node, ast.Constant) and isinstance(node.value, int):
+                return node.value
+            if isinstance(node, ast.Name):
+                text = self.lookup(node.id)
+                return int(text) if text.lstrip("-").isdigit() else 0
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+                return -value(node.operand)
+            if isinstance(node, ast.BinOp) and type(node.op) in ops:
+                right = value(node.right)
+                if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right == 0:
+                    raise ShellSyntaxError("arithmetic: division by zero")
+                return ops[type(node.op)](value(node.left), right)
+            if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in ops:
+                return int(ops[type(node.ops[0])](value(node.left), value(node.comparators[0])))
+            raise ShellSyntaxError(f"arithmetic syntax error: {expression.strip()}")
+
+        text = re.sub(r"\$\{?(\w+)\}?", r"\1", expression).replace("/", "//").replace("////", "//")
+        try:
+            tree = ast.parse(text.strip() or "0", mode="eval")
+        except SyntaxError as e:
+            raise ShellSyntaxError(f"arithmetic syntax error: {expression.strip()}") from e
+        return value(tree.body)
 
     # --- files ---------------------------------------------------------------------------------------------
     def path(self, name: str) -> str:

@@ -150,3 +150,36 @@ def test_wget_says_where_it_connects_and_what_it_wrote():
 def test_a_terminal_shows_each_commands_output_in_order():
     _, r = run("busybox", "cat /nope; echo after")
     assert r.shown == "cat: can't open '/nope': No such file or directory\nafter\n"
+
+
+def test_loops_and_conditionals():
+    _, r = run("busybox", "for i in $(seq 3); do echo n=$i; done; for w in a 'b c'; do echo \"$w\"; done")
+    assert r.stdout == "n=1\nn=2\nn=3\na\nb c\n"
+    _, r = run("busybox", "i=0; while [ $i -lt 3 ]; do echo $i; i=$((i + 1)); done; echo $((7 / 2)) $((2 * $i))")
+    assert r.stdout == "0\n1\n2\n3 6\n"
+    _, r = run("busybox", "if grep -q box /etc/hosts; then echo found; else echo missing; fi")
+    assert r.stdout == "found\n"
+    _, r = run("busybox", "if false; then echo a; elif true; then echo b; else echo c; fi; echo $?")
+    assert r.stdout == "b\n0\n"
+    _, r = run("busybox", "for i in 1 2 3 4; do if [ $i = 3 ]; then break; fi; echo $i; done")
+    assert r.stdout == "1\n2\n"
+    _, r = run("busybox", "for i in 1 2 3; do [ $i = 2 ] && continue; echo $i; done")
+    assert r.stdout == "1\n3\n"
+
+
+def test_a_load_balancing_loop_reaches_the_service_each_round():
+    env = Env()
+    _, r = run("busybox", "for i in 1 2 3; do wget -qO- http://web/; done", env)
+    assert r.stdout == "hello\n" * 3 and len(env.fetched) == 3
+
+
+def test_an_endless_loop_is_stopped():
+    _, r = run("busybox", "while true; do :; done")
+    assert r.code == 130 and r.stderr == "sh: loop stopped after 1000 rounds\n"
+
+
+def test_unfinished_compound_commands_are_syntax_errors():
+    _, r = run("busybox", "for i in 1 2; do echo $i")
+    assert r.code == 2 and r.stderr == 'sh: syntax error: unexpected end of file (expecting "done")\n'
+    _, r = run("busybox", "echo done; fi")
+    assert r.code == 2 and 'unexpected "fi"' in r.stderr
