@@ -189,3 +189,32 @@ def test_run_it_attaches_to_the_containers_shell(lab):
             proc.kill()
             proc.wait()
         os.close(master)
+
+
+def test_a_loop_in_a_pod_sees_the_service_spread_requests(kubectl, lab):
+    lab.apply("""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: echo}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: echo}}
+  template:
+    metadata: {labels: {app: echo}}
+    spec:
+      containers: [{name: netexec, image: registry.k8s.io/e2e-test-images/agnhost:2.53, args: [netexec]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo}
+spec:
+  selector: {app: echo}
+  ports: [{port: 80, targetPort: 8080}]
+""")
+    kubectl("wait --for=condition=Available deploy/echo --timeout=60s")
+    start(lab, kubectl, "looper")
+    out = kubectl(["exec", "looper", "--", "sh", "-c",
+                   "for i in $(seq 12); do wget -qO- http://echo/hostname; echo; done"]).stdout
+    names = out.split()
+    pods = {p["metadata"]["name"] for p in lab.get("pods", selector="app=echo")}
+    assert len(names) == 12 and set(names) <= pods and len(set(names)) > 1
