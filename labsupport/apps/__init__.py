@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from labsupport.apps import container as _container
 from labsupport.apps.commands import BUILTINS
 from labsupport.apps.container import ClusterDNS
 from labsupport.apps.images import coredns_start_lines, image_for, netexec_start_lines, nginx_start_lines
+from labsupport.apps.loops import endless_loop
 from labsupport.apps.shell import Shell
 
 __all__ = ["App", "AppEnv", "HttpResponse", "ExecResult", "NOT_STARTED", "app_for", "image_repository"]
@@ -55,6 +56,10 @@ class AppEnv(Protocol):
     def services(self) -> list[dict]: ...
 
     def cluster_dns(self) -> ClusterDNS: ...
+
+    def after(self, seconds: float, callback: Callable[[], None]) -> Any: ...
+
+    def is_current(self, app: "App") -> bool: ...
 
 
 def image_repository(image: str) -> str:
@@ -361,6 +366,24 @@ class CommandRunner(App):
         #: and ends it.
         self.interactive = bool(container.get("stdin")) and len(self.argv) <= 1 and program in self.image.shells()
         self.long_running = self.interactive or _is_long_running(self.argv)
+        script = self.argv[2] if len(self.argv) >= 3 and self.argv[1] == "-c" and program in self.image.shells() \
+            else None
+        self.loop = endless_loop(script) if script is not None and env is not None else None
+        if self.loop is not None:
+            self.long_running = True
+            self._loop_shell = self.shell()
+            self._print(self._loop_shell.run_script(self.loop.setup))
+            env.after(0.0, self._round)
+
+    def _print(self, result) -> None:
+        self.log.extend((result.stdout + result.stderr).splitlines())
+
+    def _round(self) -> None:
+        """One round of an endless loop, then the next one a round's time later (while this container runs)."""
+        if self.env is None or not self.env.is_current(self) or self._loop_shell.exited is not None:
+            return
+        self._print(self._loop_shell.run_script(self.loop.body))
+        self.env.after(self.loop.period, self._round)
 
     def run_command(self):
         if not self.argv:

@@ -447,6 +447,17 @@ class Shell:
                     break
         return _joined(parts, self.status)
 
+    def run_script(self, script: Script) -> Output:
+        """Run an already parsed script; `exited` is set if it ran `exit`."""
+        try:
+            return self._script(script)
+        except ExitShell as e:
+            self.status = self.exited = e.code
+            done = e.output or Output()
+            return Output(e.code, done.stdout, done.stderr, done.terminal)
+        except LoopControl:
+            return Output(self.status)
+
     def run_argv(self, argv: list[str], stdin: str = "") -> Output:
         """Run one command given as words (no parsing, as the kubelet's exec hands them over)."""
         try:

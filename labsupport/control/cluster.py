@@ -418,6 +418,18 @@ class PodEnv:
         """The Services that exist now (what the kubelet turns into environment variables)."""
         return self.cluster.store.list("Service")
 
+    def after(self, seconds: float, callback):
+        """Run `callback` on the cluster's clock `seconds` from now (a container's own timing)."""
+        return self.cluster.clock.after(seconds, callback, f"{self.namespace}/{self.name}")
+
+    def is_current(self, app) -> bool:
+        """Whether `app` is still the running process of one of this pod's containers."""
+        pod = self.cluster.store.find("Pod", self.namespace, self.name)
+        runtime = self.cluster.kubelet.runtime(pod) if pod is not None else None
+        if runtime is None:
+            return False
+        return any(current is app and name not in runtime.exited for name, current in runtime.apps.items())
+
     def cluster_dns(self) -> ClusterDNS:
         """The kubelet's --cluster-dns and --cluster-domain."""
         from labsupport.control.bootstrap import DNS_IP

@@ -218,3 +218,24 @@ spec:
     names = out.split()
     pods = {p["metadata"]["name"] for p in lab.get("pods", selector="app=echo")}
     assert len(names) == 12 and set(names) <= pods and len(set(names)) > 1
+
+
+def test_an_endless_loop_container_logs_a_round_per_period(kubectl, lab):
+    lab.apply("""
+apiVersion: v1
+kind: Pod
+metadata: {name: poller}
+spec:
+  containers:
+  - name: c
+    image: busybox:1.36
+    command: [sh, -c, 'echo starting; n=0; while true; do n=$((n + 1)); echo round $n; sleep 5; done']
+""")
+    kubectl("wait --for=condition=Ready pod/poller --timeout=60s")
+    started = lab.cluster.clock.now
+    lab.advance(21)
+    lines = kubectl("logs poller").stdout.splitlines()
+    rounds = int((lab.cluster.clock.now - started) // 5)
+    assert lines[0] == "starting" and lines[1:3] == ["round 1", "round 2"]
+    assert rounds <= len(lines) - 1 <= rounds + 2
+    assert lab.get("pod", "poller")["status"]["phase"] == "Running"

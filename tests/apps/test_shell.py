@@ -183,3 +183,13 @@ def test_unfinished_compound_commands_are_syntax_errors():
     assert r.code == 2 and r.stderr == 'sh: syntax error: unexpected end of file (expecting "done")\n'
     _, r = run("busybox", "echo done; fi")
     assert r.code == 2 and 'unexpected "fi"' in r.stderr
+
+
+def test_endless_loops_are_recognised_with_their_period():
+    from labsupport.apps.loops import endless_loop
+    loop = endless_loop("echo hi; while true; do wget -qO- web; sleep 2; sleep 0.5; done")
+    assert loop is not None and loop.period == 2.5 and len(loop.setup) == 1
+    assert endless_loop("while :; do date; done").period == 1.0
+    assert endless_loop("while [ -f /tmp/x ]; do sleep 1; done") is None
+    assert endless_loop("for i in 1 2; do echo $i; done") is None
+    assert endless_loop("while true; do") is None
