@@ -9,10 +9,11 @@ import ipaddress
 import random
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
+from labsupport.apps.container import ClusterDNS
 from labsupport.control.allocators import ServiceAllocator
-from labsupport.control.clock import VirtualClock, rfc3339
+from labsupport.control.clock import Timer, VirtualClock, rfc3339
 from labsupport.control.endpoints import EndpointsController, EndpointSliceController, ServiceSelectors
 from labsupport.control.kubelet import Kubelet
 from labsupport.control.scheduler import Scheduler
@@ -24,7 +25,6 @@ from labsupport.model.defaults import apply_defaults
 from labsupport.model.kinds import by_kind, resolve
 from labsupport.model.selectors import matches_fields, parse_field_selector, to_selector
 from labsupport.model.validation import validate
-from labsupport.apps.container import ClusterDNS
 
 ZONES = ("ru-central1-a", "ru-central1-b", "ru-central1-d")
 
@@ -418,11 +418,11 @@ class PodEnv:
         """The Services that exist now (what the kubelet turns into environment variables)."""
         return self.cluster.store.list("Service")
 
-    def after(self, seconds: float, callback):
+    def after(self, seconds: float, callback: Callable[[], None]) -> Timer:
         """Run `callback` on the cluster's clock `seconds` from now (a container's own timing)."""
         return self.cluster.clock.after(seconds, callback, f"{self.namespace}/{self.name}")
 
-    def is_current(self, app) -> bool:
+    def is_current(self, app: Any) -> bool:
         """Whether `app` is still the running process of one of this pod's containers."""
         pod = self.cluster.store.find("Pod", self.namespace, self.name)
         runtime = self.cluster.kubelet.runtime(pod) if pod is not None else None
