@@ -13,6 +13,8 @@ def test_describe_and_get_events_show_the_same_ages(lab, kubectl):
     described = kubectl("describe pod aged").stdout.split("Events:")[1].splitlines()[3:]
     shown = {line.split()[1]: line.split()[2] for line in described if line.strip()}
     assert ages["Scheduled"] == "2m5s" and shown == ages
+    events = kubectl("events --for pod/aged").stdout.splitlines()[1:]
+    assert {line.split()[2]: line.split()[0] for line in events} == ages
 
 
 def test_only_events_move_and_tables_keep_cluster_time():
