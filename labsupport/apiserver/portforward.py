@@ -87,9 +87,12 @@ class PortForwarding:
             phase = (pod.get("status") or {}).get("phase")
             if phase != "Running":
                 raise BadRequest(f"pod {route.name} is not running (phase {phase})")
+        upgrade = self.headers.get("Upgrade", "").lower()
+        if upgrade == "spdy/3.1" and "portforward.k8s.io" in self.headers.get("X-Stream-Protocol-Version", ""):
+            return self._spdy_upgrade(route)
         offered = [p.strip() for p in self.headers.get("Sec-WebSocket-Protocol", "").split(",")]
-        if self.headers.get("Upgrade", "").lower() != "websocket" or PROTOCOL not in offered:
-            raise BadRequest(f"Upgrade request required: port-forward here speaks WebSocket with the "
+        if upgrade != "websocket" or PROTOCOL not in offered:
+            raise BadRequest(f"Upgrade request required: port-forward here speaks SPDY/3.1, or WebSocket with the "
                              f"{PROTOCOL} subprotocol")
         self.send_response(101, "Switching Protocols")
         self.send_header("Upgrade", "websocket")
@@ -101,18 +104,42 @@ class PortForwarding:
         self.close_connection = True
         ws = WebSocket(self.rfile, self.wfile, PROTOCOL)
         try:
-            self._forward(ws, route)
+            self._forward(lambda: ws.receive()[1], ws.send, route)
         except (OSError, WebSocketClosed, ProtocolError):
             pass
         finally:
             ws.close()
 
-    def _forward(self, ws: WebSocket, route: Route) -> None:
+    def _spdy_upgrade(self, route: Route) -> None:
+        """The older transport: the connection itself switches to SPDY/3.1."""
+        self.send_response(101, "Switching Protocols")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Upgrade", "SPDY/3.1")
+        self.send_header("X-Stream-Protocol-Version", "portforward.k8s.io")
+        self.end_headers()
+        self.wfile.flush()
+        self.close_connection = True
+
+        def receive() -> bytes:
+            data = self.rfile.read1(65536)
+            if not data:
+                raise WebSocketClosed()
+            return data
+
+        def send(data: bytes) -> None:
+            self.wfile.write(data)
+            self.wfile.flush()
+        try:
+            self._forward(receive, send, route)
+        except (OSError, WebSocketClosed, ProtocolError):
+            pass
+
+    def _forward(self, receive, send, route: Route) -> None:
         session = Session()
         forwards: dict[str, Forward] = {}
         by_stream: dict[int, Forward] = {}
         while not self.api.stopping:
-            _, payload = ws.receive()
+            payload = receive()
             out = b""
             for frame in session.feed(payload):
                 if frame.kind == PING:
@@ -146,7 +173,7 @@ class PortForwarding:
                     if frame.data:
                         out += session.window_update(frame.stream, len(frame.data))
             if out:
-                ws.send(out)
+                send(out)
 
     def _app_on(self, route: Route, port: int):
         cluster = self.api.cluster

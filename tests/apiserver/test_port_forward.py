@@ -83,3 +83,16 @@ def test_spdy_header_blocks_round_trip():
     frame = client.feed(reply)[0]
     assert frame.stream == 3 and frame.headers == {"streamtype": "data", "port": "80"}
     assert zlib.adler32(DICTIONARY) == 0xE3C6A7C2
+
+
+def test_the_older_spdy_transport_also_forwards(lab, monkeypatch):
+    pod = lab.get("pods", selector="app=web")[0]["metadata"]["name"]
+    port = free_port()
+    monkeypatch.setenv("KUBECTL_PORT_FORWARD_WEBSOCKETS", "false")  # kubectl's switch back to plain SPDY
+    result = lab.kubectl(f"port-forward pod/{pod} {port}:80", show=False)
+    try:
+        assert result.ok, result.stderr
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as answer:
+            assert answer.status == 200
+    finally:
+        result.stop()
