@@ -1,5 +1,5 @@
 """The pod `portforward` subresource: kubectl's SPDY session tunnelled through a WebSocket
-(`SPDY/3.1+portforward.k8s.io`). Each local connection kubectl accepts opens an error stream and a data stream for
+(`SPDY/3.1+portforward.k8s.io`), or on the upgraded connection itself (`Upgrade: SPDY/3.1`). Each local connection kubectl accepts opens an error stream and a data stream for
 one pod port; what arrives on the data stream is served by the pod's app on that port, as if it came from the
 pod's own loopback (127.0.0.1), the way the kubelet's port-forward reaches it."""
 from __future__ import annotations
