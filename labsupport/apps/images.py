@@ -128,13 +128,16 @@ DNSUTILS = Image("dnsutils", (*COREUTILS, "ps"), nslookup="bind", entrypoint="sl
                                            'VERSION_ID="8"\nVERSION="8 (jessie)"\nID=debian\n'})
 CURL = Image("curl", (*BUSYBOX_APPLETS, "curl"), bin_dir="/usr/bin", nslookup="busybox", entrypoint="curl",
              prompt_style="ash")
-AGNHOST = Image("agnhost", (*BUSYBOX_APPLETS, "curl"), nslookup="busybox", entrypoint="/agnhost",
+#: agnhost and netshoot are Alpine with bind-tools added: busybox applets, but BIND's nslookup, curl and bash.
+AGNHOST = Image("agnhost", (*BUSYBOX_APPLETS, "curl", "bash"), nslookup="bind", entrypoint="/agnhost",
                 prompt_style="ash")
+NETSHOOT = Image("netshoot", (*BUSYBOX_APPLETS, "curl", "bash"), nslookup="bind", entrypoint="zsh",
+                 prompt_style="ash")
 DEBIAN = Image("debian", (*COREUTILS, "ps"), nslookup=None)
 NONE = Image("scratch", (), nslookup=None)
 
 BY_REPOSITORY = {"nginx": NGINX, "busybox": BUSYBOX, "jessie-dnsutils": DNSUTILS, "dnsutils": DNSUTILS,
-                 "curl": CURL, "alpine": BUSYBOX, "netshoot": CURL, "agnhost": AGNHOST, "echoserver": DEBIAN}
+                 "curl": CURL, "alpine": BUSYBOX, "netshoot": NETSHOOT, "agnhost": AGNHOST, "echoserver": DEBIAN}
 
 
 def image_for(repository: str) -> Image:
