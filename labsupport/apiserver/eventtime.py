@@ -6,6 +6,7 @@ distance between the two clocks: both then show the same age. Tables keep the cl
 """
 from __future__ import annotations
 
+import math
 import time
 
 from labsupport.control.clock import parse_rfc3339, rfc3339
@@ -25,7 +26,8 @@ def for_client(obj: dict, virtual_now: float, wall_now: float | None = None) -> 
     """The object as served: an Event's times moved onto the wall clock; anything else unchanged."""
     if obj.get("kind") != "Event":
         return obj
-    offset = (time.time() if wall_now is None else wall_now) - virtual_now
+    # whole seconds, rounded down: the times print to the second, so a client never sees an event younger than it is
+    offset = float(math.floor((time.time() if wall_now is None else wall_now) - virtual_now))
     out = dict(obj)
     for key in TIME_FIELDS:
         if out.get(key):
