@@ -92,8 +92,9 @@ class Backend(Protocol):
     def kubeconfig(self) -> str:
         """Path of a kubeconfig for this cluster."""
 
-    def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None) -> Any:
-        """The real kubectl against this cluster."""
+    def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None,
+                timeout: float | None = None, events: int | None = None) -> Any:
+        """The real kubectl against this cluster (a watch stops after `events` rows or `timeout` seconds)."""
 
     def meter(self, kinds: tuple[str, ...], watchers: int | None) -> Any:
         """A meter of the watch traffic that a fan-out to `watchers` ships."""

@@ -150,9 +150,11 @@ class Lab:
         return self._backend.logs(pod, namespace, container)
 
     # --- tools ---------------------------------------------------------------------------------------------
-    def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None):
-        """Run the real kubectl against this cluster; the result has .stdout, .stderr and .returncode."""
-        return self._backend.kubectl(command, show=show, input=input)
+    def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None,
+                timeout: float | None = None, events: int | None = None):
+        """Run the real kubectl against this cluster; the result has .stdout, .stderr and .returncode.
+        A watch (`get -w`) streams and stops after `events` rows or `timeout` seconds (default 10)."""
+        return self._backend.kubectl(command, show=show, input=input, timeout=timeout, events=events)
 
     @property
     def kubeconfig(self) -> str:

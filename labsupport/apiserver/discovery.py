@@ -1,28 +1,32 @@
-"""Discovery documents: aggregated (apidiscovery.k8s.io/v2), legacy (/api, /apis, APIResourceList) and OpenAPI."""
+"""Discovery documents: aggregated (apidiscovery.k8s.io/v2) and legacy (/api, /apis, APIResourceList)."""
 from __future__ import annotations
 
-from labsupport.control.version import K8S_VERSION
-
+from labsupport.apiserver.authz import REVIEW_KINDS
 from labsupport.model.kinds import KINDS, KindInfo
+
+#: Every resource discovery lists: the stored kinds, then the create-only self reviews.
+SERVED = (*KINDS, *REVIEW_KINDS)
 
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
-                     "log": ("get",), "exec": ("create", "get"), "attach": ("create", "get")}
+                     "log": ("get",), "exec": ("create", "get"), "attach": ("create", "get"),
+                     "portforward": ("create", "get")}
 SUBRESOURCE_KINDS = {"scale": ("autoscaling", "v1", "Scale"), "log": ("", "v1", "Pod"),
-                     "exec": ("", "v1", "PodExecOptions"), "attach": ("", "v1", "PodAttachOptions")}
+                     "exec": ("", "v1", "PodExecOptions"), "attach": ("", "v1", "PodAttachOptions"),
+                     "portforward": ("", "v1", "PodPortForwardOptions")}
 
 
 def groups() -> list[tuple[str, str]]:
     """(group, version) pairs served, the core group first."""
     out: list[tuple[str, str]] = []
-    for info in KINDS:
+    for info in SERVED:
         if (info.group, info.version) not in out:
             out.append((info.group, info.version))
     return out
 
 
 def _kinds_of(group: str, version: str) -> list[KindInfo]:
-    return [k for k in KINDS if k.group == group and k.version == version]
+    return [k for k in SERVED if k.group == group and k.version == version]
 
 
 def version_info(git_version: str) -> dict:
@@ -115,39 +119,3 @@ def resource_list(group: str, version: str) -> dict | None:
             resources.append(entry)
     gv = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}
-
-
-def openapi_v3_root(base: str = "") -> dict:
-    """/openapi/v3: where each group-version's document lives."""
-    paths = {}
-    for group, version in groups():
-        key = f"apis/{group}/{version}" if group else f"api/{version}"
-        paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={_hash(key)}"}
-    return {"paths": paths}
-
-
-def _hash(key: str) -> str:
-    import hashlib
-    return hashlib.sha256(key.encode()).hexdigest()[:32].upper()
-
-
-def openapi_v3_document(group: str, version: str) -> dict | None:
-    """A small OpenAPI v3 document for one group-version: paths that accept fieldValidation and dryRun."""
-    kinds = _kinds_of(group, version)
-    if not kinds:
-        return None
-    prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
-    paths = {}
-    for info in kinds:
-        gvk = [{"group": info.group, "version": info.version, "kind": info.kind}]
-        params = [{"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
-                  for n in ("dryRun", "fieldManager", "fieldValidation")]
-        op = {"parameters": params, "x-kubernetes-group-version-kind": gvk[0], "responses": {}}
-        base = f"{prefix}/namespaces/{{namespace}}/{info.plural}" if info.namespaced else f"{prefix}/{info.plural}"
-        paths[base] = {"post": dict(op, operationId=f"create{info.kind}", **{"x-kubernetes-action": "post"})}
-        paths[base + "/{name}"] = {
-            "put": dict(op, operationId=f"replace{info.kind}", **{"x-kubernetes-action": "put"}),
-            "patch": dict(op, operationId=f"patch{info.kind}", **{"x-kubernetes-action": "patch"}),
-        }
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": K8S_VERSION}, "paths": paths,
-            "components": {"schemas": {}}}

@@ -12,12 +12,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from labsupport.apiserver import discovery, tables
+from labsupport.apiserver import authz, discovery, eventtime, openapi, tables
 from labsupport.apiserver.fields import conflict_error
+from labsupport.apiserver.openapi_pb import V2_PROTOBUF
 from labsupport.apiserver.patch import apply_patch, json_merge_patch, json_patch, strategic_merge_patch
 from labsupport.apiserver.pods import PodStreams
-from labsupport.apiserver.routes import (DRAIN_LIMIT, ENDPOINTS_WARNING, MAX_BODY, Route, TooLarge, Unauthorized,
-                                         UnsupportedMediaType, parse_route, selected, status_success)
+from labsupport.apiserver.portforward import PortForwarding
+from labsupport.apiserver.routes import (DRAIN_LIMIT, ENDPOINTS_WARNING, MAX_BODY, NotAcceptable, Route, TooLarge,
+                                         Unauthorized, UnsupportedMediaType, parse_route, selected, status_success)
 from labsupport.apiserver.schema import check_fields
 from labsupport.apiserver.watch import Watching
 from labsupport.apiserver.websocket import WebSocketClosed
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from labsupport.apiserver.server import APIServer
 
 
-class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
+class RequestHandler(Watching, PodStreams, PortForwarding, BaseHTTPRequestHandler):
     """One connection's requests (HTTP/1.1 keep-alive)."""
 
     protocol_version = "HTTP/1.1"
@@ -233,6 +235,10 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
             return self._send_json(discovery.api_versions() if core else discovery.api_group_list())
         if path.startswith("/openapi"):
             return self._openapi(path)
+        if authz.handles(path):
+            if method != "POST":
+                raise MethodNotAllowed("the server does not allow this method on the requested resource")
+            return self._send_json(authz.review(path, self._parse_body(), self.headers), code=201)
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) == 2:
             doc = discovery.resource_list("", parts[1])
@@ -251,6 +257,8 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
             self.warnings.append(ENDPOINTS_WARNING)
         if route.sub in ("exec", "attach"):
             return self._stream_pod(route)
+        if route.sub == "portforward":
+            return self._port_forward(route)
         if route.sub == "log":
             return self._logs(route)
         if route.sub == "scale":
@@ -277,17 +285,19 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
 
     def _openapi(self, path: str) -> None:
         parts = path.strip("/").split("/")
+        if parts == ["openapi", "v2"]:
+            if "protobuf" in self._accept():
+                return self._send_bytes(openapi.v2_document_protobuf(), content_type=V2_PROTOBUF)
+            if "json" not in self._accept() and "*/*" not in self._accept():
+                raise NotAcceptable("the server was unable to respond with a content type that the client "
+                                    "supports")
+            return self._send_bytes(openapi.v2_document_text().encode())
         if parts == ["openapi", "v3"]:
-            return self._send_json(discovery.openapi_v3_root())
+            return self._send_json(openapi.v3_root())
         if len(parts) >= 4 and parts[1] == "v3":
-            if parts[2] == "api" and len(parts) == 4:
-                doc = discovery.openapi_v3_document("", parts[3])
-            elif parts[2] == "apis" and len(parts) == 5:
-                doc = discovery.openapi_v3_document(parts[3], parts[4])
-            else:
-                doc = None
-            if doc is not None:
-                return self._send_json(doc)
+            text = openapi.v3_document_text("/".join(parts[2:]))
+            if text is not None:
+                return self._send_bytes(text.encode())
         raise NotFound("the server could not find the requested resource")
 
     def _advance(self, method: str) -> None:
@@ -334,7 +344,8 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
                                     "metadata": {"resourceVersion": rv},
                                     "items": [tables.partial_metadata(o) for o in items]})
         self._send_json({"kind": f"{route.info.kind}List", "apiVersion": route.info.api_version,
-                         "metadata": {"resourceVersion": rv}, "items": [self.api.decorate(o) for o in items]})
+                         "metadata": {"resourceVersion": rv},
+                         "items": [eventtime.for_client(self.api.decorate(o), now) for o in items]})
 
     def _get(self, route: Route) -> None:
         cluster = self.api.cluster
@@ -350,7 +361,7 @@ class RequestHandler(Watching, PodStreams, BaseHTTPRequestHandler):
             return self._send_json(tables.table(route.info.kind, [obj], now, include=include), code)
         if self._wants_metadata():
             return self._send_json(tables.partial_metadata(obj), code)
-        self._send_json(obj, code)
+        self._send_json(eventtime.for_client(obj, now), code)
 
     # --- watch ---------------------------------------------------------------------------------------------
     def _dry_run(self) -> bool:

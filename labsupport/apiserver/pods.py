@@ -6,10 +6,19 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from labsupport.apiserver.routes import IDLE_STEP, MAX_BODY, Route
+from labsupport.apiserver.terminal import InteractiveShell
 from labsupport.apiserver.websocket import (CLOSE, STDERR, STDIN, STDOUT, WebSocket, WebSocketClosed, accept_key,
                                             choose_protocol)
-from labsupport.apps import ExecResult
+from labsupport.apps import NOT_STARTED, ExecResult
 from labsupport.errors import BadRequest, MethodNotAllowed, NotFound
+
+
+def start_failure(runtime_message: str) -> str:
+    """What the kubelet reports when the runtime cannot start an exec'd program (containerd's wording)."""
+    import hashlib
+    exec_id = hashlib.sha256(runtime_message.encode()).hexdigest()
+    return (f"Internal error occurred: error executing command in container: failed to exec in container: "
+            f"failed to start exec \"{exec_id}\": {runtime_message.strip()}")
 
 
 class PodStreams:
@@ -111,7 +120,10 @@ class PodStreams:
         ws = WebSocket(self.rfile, self.wfile, protocol)
         tty = self.query.get("tty") in ("true", "1")
         try:
-            if route.sub == "exec":
+            if route.sub == "exec" and tty and self.query.get("stdin") in ("true", "1") and \
+                    len(argv) == 1 and argv[0].rsplit("/", 1)[-1] in app.image.shells():
+                self._interactive(ws, app, argv)
+            elif route.sub == "exec":
                 stdin = self._read_stdin(ws) if self.query.get("stdin") in ("true", "1") else ""
                 if stdin and len(argv) == 1 and argv[0].rsplit("/", 1)[-1] in ("sh", "bash", "ash"):
                     argv = [argv[0], "-c", stdin]
@@ -123,18 +135,59 @@ class PodStreams:
                                                       container, argv)
                         cluster.settle()
                 out, err = result.stdout, result.stderr
+                if result.code == NOT_STARTED and out.startswith("OCI runtime exec failed"):
+                    ws.send_error(start_failure(out))
+                    return
                 if tty:
                     ws.send_channel(STDOUT, (out + err).replace("\r\n", "\n").replace("\n", "\r\n").encode())
                 else:
                     ws.send_channel(STDOUT, out.encode())
                     ws.send_channel(STDERR, err.encode())
                 ws.send_status(result.code, argv)
+            elif app.interactive and self.query.get("stdin") in ("true", "1"):
+                self._interactive(ws, app, app.argv or [app.image.entrypoint], ends=(route, container))
             else:
                 self._attach(ws, route, rt, app, container, tty)
         except OSError:
             pass
         finally:
             ws.close()
+
+    def _interactive(self, ws: WebSocket, app: Any, argv: list[str],
+                     ends: tuple[Route, str] | None = None) -> None:
+        """`kubectl exec -it POD -- sh`: a shell session on a TTY until the shell exits or the client goes.
+        Attached to a container whose main process is the shell (`ends`), its exit ends the container."""
+        cluster = self.api.cluster
+
+        def locked(work):
+            with cluster.lock:
+                result = work()
+                cluster.settle()
+            return result
+
+        style = "bash" if argv[0].rsplit("/", 1)[-1] == "bash" else app.image.prompt_style
+        session = InteractiveShell(app.shell(), style, run=locked)
+        ws.send_channel(STDOUT, session.prompt())
+        while session.exit_code is None and not self.api.stopping:
+            try:
+                _, payload = ws.receive()
+            except WebSocketClosed:
+                return
+            if not payload:
+                continue
+            if payload[0] == STDIN:
+                ws.send_channel(STDOUT, session.feed(payload[1:]))
+            elif payload[0] == CLOSE:
+                break
+        code = session.exit_code or 0
+        if ends is not None and session.exit_code is not None:
+            route, container = ends
+            with cluster.lock:
+                pod = cluster.store.find("Pod", route.namespace, route.name)
+                if pod is not None:
+                    cluster.kubelet.process_ended(pod, container, code)
+                    cluster.settle()
+        ws.send_status(code, argv)
 
     def _read_stdin(self, ws: WebSocket) -> str:
         """What the client sends on stdin until it closes it (v5), or until it goes quiet (older protocols)."""

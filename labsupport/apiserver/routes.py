@@ -30,6 +30,13 @@ class Unauthorized(APIError):
     reason = "Unauthorized"
 
 
+class NotAcceptable(APIError):
+    """A representation the server does not produce."""
+
+    code = 406
+    reason = "NotAcceptable"
+
+
 class UnsupportedMediaType(APIError):
     """A PATCH body of a type the server does not apply."""
 

@@ -5,7 +5,7 @@ import json
 import time
 from typing import Any
 
-from labsupport.apiserver import tables
+from labsupport.apiserver import eventtime, tables
 from labsupport.apiserver.routes import BOOKMARK_SECONDS, DEFAULT_WATCH_SECONDS, IDLE_STEP, Route, selected
 from labsupport.control.store import Gone
 from labsupport.errors import BadRequest
@@ -99,7 +99,7 @@ class Watching:
                                        with_columns=state["columns"])
                 state["columns"] = False
             else:
-                payload = api.decorate(obj)
+                payload = eventtime.for_client(api.decorate(obj), cluster.clock.now)
             self._send_event(kind, payload)
 
         try:

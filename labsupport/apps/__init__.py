@@ -10,7 +10,17 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-__all__ = ["App", "AppEnv", "HttpResponse", "ExecResult", "app_for", "image_repository"]
+from labsupport.apps import container as _container
+from labsupport.apps.commands import BUILTINS
+from labsupport.apps.container import ClusterDNS
+from labsupport.apps.images import coredns_start_lines, image_for, netexec_start_lines, nginx_start_lines
+from labsupport.apps.loops import endless_loop
+from labsupport.apps.shell import Shell
+
+__all__ = ["App", "AppEnv", "HttpResponse", "ExecResult", "NOT_STARTED", "app_for", "image_repository"]
+
+#: The exit code of an exec whose program the runtime could not start (not in the image).
+NOT_STARTED = 126
 
 
 @dataclass
@@ -32,13 +42,24 @@ class ExecResult:
 
 
 class AppEnv(Protocol):
-    """What the cluster offers an app: its clock, DNS and the network, seen from the pod."""
+    """What the cluster offers an app: its clock, DNS and the network, seen from the pod, and what the kubelet
+    knows when the container starts (the pod's IP, the Services that exist, the cluster DNS)."""
 
     def now(self) -> float: ...
 
     def nslookup(self, name: str) -> Any: ...
 
     def fetch(self, url: str) -> Any: ...
+
+    def pod_ip(self) -> str | None: ...
+
+    def services(self) -> list[dict]: ...
+
+    def cluster_dns(self) -> ClusterDNS: ...
+
+    def after(self, seconds: float, callback: Callable[[], None]) -> Any: ...
+
+    def is_current(self, app: "App") -> bool: ...
 
 
 def image_repository(image: str) -> str:
@@ -67,21 +88,48 @@ class App:
 
     kind = "unknown"
     long_running = True
+    interactive = False
 
     def __init__(self, pod: dict, container: dict, env: AppEnv | None = None):
         self.pod = pod
         self.container = container
         self.env = env
         self.argv: list[str] = list(container.get("command") or []) + list(container.get("args") or [])
-        self.files: dict[str, str] = {}
         self.log: list[str] = []
         self.running = True
+        self.image = image_for(image_repository(container.get("image", "")))
+        self.ip = env.pod_ip() if env is not None else None
+        dns = env.cluster_dns() if env is not None else ClusterDNS()
+        services = env.services() if env is not None else []
+        self.started = env.now() if env is not None else 0.0
+        self.environ = _container.container_environment(pod, container, services, self.ip, self.image.environment())
+        self.files: dict[str, str] = self.image.all_files()
+        self.files["/etc/resolv.conf"] = _container.resolv_conf(pod, dns)
+        self.files["/etc/hosts"] = _container.hosts_file(pod, self.ip, dns)
+        self.files["/etc/hostname"] = self.hostname + "\n"
+        self.dirs: set[str] = set(self.image.dirs)
+        self.nameserver = next((line.split()[1] for line in self.files["/etc/resolv.conf"].splitlines()
+                                if line.startswith("nameserver ")), dns.server)
 
     @property
     def hostname(self) -> str:
         """The pod's hostname as the container sees it."""
-        spec = self.pod.get("spec", {})
-        return spec.get("hostname") or self.pod["metadata"]["name"]
+        return _container.hostname(self.pod)
+
+    @property
+    def entrypoint(self) -> str:
+        """The image's own command, shown by `ps` when the container names none."""
+        return self.image.entrypoint
+
+    def binary_path(self, name: str) -> str | None:
+        """Where a command lives in this image (`which`); None for a shell builtin or a missing command."""
+        if name in BUILTINS or name not in self.image.commands:
+            return None
+        return f"{self.image.bin_dir}/{name}"
+
+    def shell(self):
+        """A new shell process in this container."""
+        return Shell(self, self.image.command_table(), self.environ)
 
     def listens(self) -> set[tuple[str, int]]:
         """The (protocol, port) pairs this process accepts connections on."""
@@ -96,9 +144,10 @@ class App:
         """Answer one UDP datagram; None for no answer."""
         return None
 
-    def exec(self, argv: list[str]) -> ExecResult:
-        """Run a command inside the container (kubectl exec, exec probes)."""
-        return run_shell_command(self, argv)
+    def exec(self, argv: list[str], stdin: str = "") -> ExecResult:
+        """Run a command inside the container (kubectl exec, exec probes), as the runtime starts it: the first
+        word must be a program of the image."""
+        return run_shell_command(self, argv, stdin)
 
     def run_command(self) -> tuple[int, str, float] | None:
         """For run-to-completion images: (exit code, output, seconds it takes); None for servers."""
@@ -138,6 +187,26 @@ Commercial support is available at
 </html>
 """
 NGINX_ROOT = "/usr/share/nginx/html"
+NGINX_50X = """<!DOCTYPE html>
+<html>
+<head>
+<title>Error</title>
+<style>
+html { color-scheme: light dark; }
+body { width: 35em; margin: 0 auto;
+font-family: Tahoma, Verdana, Arial, sans-serif; }
+</style>
+</head>
+<body>
+<h1>An error occurred.</h1>
+<p>Sorry, the page you are looking for is currently unavailable.<br/>
+Please try again later.</p>
+<p>If you are the system administrator of this resource then you should check
+the error log for details.</p>
+<p><em>Faithfully yours, nginx.</em></p>
+</body>
+</html>
+"""
 
 
 class Nginx(App):
@@ -147,8 +216,8 @@ class Nginx(App):
 
     def __init__(self, pod, container, env=None):
         super().__init__(pod, container, env)
-        self.files = {f"{NGINX_ROOT}/index.html": NGINX_INDEX,
-                      f"{NGINX_ROOT}/50x.html": "<html><body><h1>An error occurred.</h1></body></html>\n"}
+        self.files.update({f"{NGINX_ROOT}/index.html": NGINX_INDEX, f"{NGINX_ROOT}/50x.html": NGINX_50X})
+        self.log += nginx_start_lines(self.started)
 
     def listens(self):
         return {("TCP", 80)}
@@ -185,6 +254,7 @@ class Netexec(App):
         super().__init__(pod, container, env)
         self.http_port = int(_flag(self.argv, "http-port", "8080"))
         self.udp_port = int(_flag(self.argv, "udp-port", "8081"))
+        self.log += netexec_start_lines(self.started, self.http_port, self.udp_port)
 
     def listens(self):
         ports = {("TCP", self.http_port)}
@@ -267,6 +337,10 @@ class CoreDNS(App):
 
     kind = "coredns"
 
+    def __init__(self, pod, container, env=None):
+        super().__init__(pod, container, env)
+        self.log += coredns_start_lines()
+
     def listens(self):
         return {("UDP", 53), ("TCP", 53), ("TCP", 8080), ("TCP", 8181), ("TCP", 9153)}
 
@@ -287,7 +361,29 @@ class CommandRunner(App):
 
     def __init__(self, pod, container, env=None):
         super().__init__(pod, container, env)
-        self.long_running = _is_long_running(self.argv)
+        program = (self.argv or [self.image.entrypoint])[0].rsplit("/", 1)[-1]
+        #: A shell reading the container's stdin (`kubectl run -it … -- sh`): it runs until someone attaches
+        #: and ends it.
+        self.interactive = bool(container.get("stdin")) and len(self.argv) <= 1 and program in self.image.shells()
+        self.long_running = self.interactive or _is_long_running(self.argv)
+        script = self.argv[2] if len(self.argv) >= 3 and self.argv[1] == "-c" and program in self.image.shells() \
+            else None
+        self.loop = endless_loop(script) if script is not None and env is not None else None
+        if self.loop is not None:
+            self.long_running = True
+            self._loop_shell = self.shell()
+            self._print(self._loop_shell.run_script(self.loop.setup))
+            env.after(0.0, self._round)
+
+    def _print(self, result) -> None:
+        self.log.extend((result.stdout + result.stderr).splitlines())
+
+    def _round(self) -> None:
+        """One round of an endless loop, then the next one a round's time later (while this container runs)."""
+        if self.env is None or not self.env.is_current(self) or self._loop_shell.exited is not None:
+            return
+        self._print(self._loop_shell.run_script(self.loop.body))
+        self.env.after(self.loop.period, self._round)
 
     def run_command(self):
         if not self.argv:
@@ -330,106 +426,19 @@ def _flatten(argv: list[str]) -> list[str]:
     return list(argv)
 
 
-def run_shell_command(app: App, argv: list[str]) -> ExecResult:
-    """The handful of commands the lab's containers understand (sleep, cat, rm, echo, hostname, nslookup, wget,
-    curl, ls, true, false), including `sh -c "…"` with `;`/`&&` and `>` redirection."""
-    if len(argv) >= 3 and argv[0] in ("sh", "/bin/sh", "bash", "/bin/bash") and argv[1] == "-c":
-        out, err, code = [], [], 0
-        for part in _split_script(argv[2]):
-            r = run_shell_command(app, part)
-            out.append(r.stdout)
-            err.append(r.stderr)
-            code = r.code
-            if code != 0 and part is not None:
-                break
-        return ExecResult(code, "".join(out), "".join(err))
+def run_shell_command(app: App, argv: list[str], stdin: str = "") -> ExecResult:
+    """Run a command as the container runtime starts one: its first word is a program of the image (a missing one
+    fails as runc reports it); `sh -c "…"` runs a script through the image's shell."""
     if not argv:
         return ExecResult(0)
-    cmd, args = argv[0].rsplit("/", 1)[-1], argv[1:]
-    if ">" in args:
-        i = args.index(">")
-        inner = run_shell_command(app, [argv[0], *args[:i]])
-        if i + 1 < len(args):
-            app.files[args[i + 1]] = inner.stdout
-        return ExecResult(inner.code, "", inner.stderr)
-    handler = _COMMANDS.get(cmd)
-    if handler is None:
-        return ExecResult(127, "", f"sh: {cmd}: not found\n")
-    return handler(app, args)
-
-
-def _split_script(script: str) -> list[list[str]]:
-    parts: list[list[str]] = []
-    for chunk in script.replace("&&", ";").split(";"):
-        chunk = chunk.strip()
-        if chunk:
-            try:
-                parts.append(shlex.split(chunk))
-            except ValueError:
-                parts.append(chunk.split())
-    return parts
-
-
-def _cmd_cat(app, args):
-    out = []
-    for path in args:
-        if path not in app.files:
-            return ExecResult(1, "".join(out), f"cat: {path}: No such file or directory\n")
-        out.append(app.files[path])
-    return ExecResult(0, "".join(out))
-
-
-def _cmd_rm(app, args):
-    force = any(a.startswith("-") and "f" in a for a in args)
-    for path in (a for a in args if not a.startswith("-")):
-        if path in app.files:
-            del app.files[path]
-        elif not force:
-            return ExecResult(1, "", f"rm: cannot remove '{path}': No such file or directory\n")
-    return ExecResult(0)
-
-
-def _cmd_ls(app, args):
-    target = next((a for a in args if not a.startswith("-")), "/")
-    names = sorted(p[len(target.rstrip("/")) + 1:] for p in app.files if p.startswith(target.rstrip("/") + "/"))
-    return ExecResult(0, "".join(n + "\n" for n in names if "/" not in n))
-
-
-def _cmd_nslookup(app, args):
-    names = [a for a in args if not a.startswith("-")]
-    if not names or app.env is None:
-        return ExecResult(1, "", "nslookup: no name given\n")
-    answer = app.env.nslookup(names[0])
-    text = answer.text if hasattr(answer, "text") else str(answer)
-    ok = getattr(answer, "rcode", "NOERROR") == "NOERROR" and getattr(answer, "addresses", [1])
-    return ExecResult(0 if ok else 1, text if text.endswith("\n") else text + "\n")
-
-
-def _cmd_fetch(app, args):
-    urls = [a for a in args if "://" in a or (a and not a.startswith("-") and "." in a)]
-    if not urls or app.env is None:
-        return ExecResult(2, "", "no URL given\n")
-    result = app.env.fetch(urls[-1])
-    status = getattr(result, "status", None)
-    if status is None:
-        return ExecResult(7, "", f"{getattr(result, 'error', 'connection failed')}\n")
-    return ExecResult(0, getattr(result, "body", ""))
-
-
-_COMMANDS: dict[str, Callable[[App, list[str]], ExecResult]] = {
-    "true": lambda app, a: ExecResult(0),
-    "false": lambda app, a: ExecResult(1),
-    "sleep": lambda app, a: ExecResult(0),
-    "echo": lambda app, a: ExecResult(0, " ".join(a) + "\n"),
-    "hostname": lambda app, a: ExecResult(0, app.hostname + "\n"),
-    "cat": _cmd_cat,
-    "rm": _cmd_rm,
-    "ls": _cmd_ls,
-    "touch": lambda app, a: (app.files.update({p: app.files.get(p, "") for p in a}), ExecResult(0))[1],
-    "nslookup": _cmd_nslookup,
-    "wget": _cmd_fetch,
-    "curl": _cmd_fetch,
-}
+    shell = app.shell()
+    name = argv[0]
+    program = name.rsplit("/", 1)[-1]
+    if program not in shell.commands or program in ("cd", "export", "unset", "pwd", "exit", "break", "continue"):
+        return ExecResult(NOT_STARTED, f"OCI runtime exec failed: exec failed: unable to start container process: "
+                                       f"exec: \"{name}\": executable file not found in $PATH: unknown\r\n", "")
+    result = shell.run_argv([program, *argv[1:]], stdin)
+    return ExecResult(result.code, result.stdout, result.stderr)
 
 
 def app_for(pod: dict, container: dict, env: AppEnv | None = None) -> App:

@@ -8,10 +8,11 @@ from __future__ import annotations
 import ipaddress
 import random
 import threading
-from typing import Any
+from typing import Any, Callable
 
+from labsupport.apps.container import ClusterDNS
 from labsupport.control.allocators import ServiceAllocator
-from labsupport.control.clock import VirtualClock, rfc3339
+from labsupport.control.clock import Timer, VirtualClock, rfc3339
 from labsupport.control.context import ControllerContext, PodNetwork, Prober
 from labsupport.control.endpoints import EndpointsController, EndpointSliceController, ServiceSelectors
 from labsupport.control.kubelet import Kubelet
@@ -25,7 +26,7 @@ from labsupport.model.defaults import apply_defaults
 from labsupport.model.kinds import by_kind, resolve
 from labsupport.model.selectors import matches_fields, parse_field_selector, to_selector
 from labsupport.model.validation import validate
-from labsupport.shape import ClusterConfig
+from labsupport.shape import DNS_IP, ClusterConfig
 
 class Cluster:
     """An embedded Kubernetes control plane on a virtual clock. Thread-safe through `lock`."""
@@ -268,7 +269,7 @@ class Cluster:
 
     def pod_env(self, pod: dict) -> "PodEnv":
         """What a pod's processes can reach: the clock, cluster DNS and the network."""
-        return PodEnv(self.context, pod["metadata"]["namespace"], pod["metadata"]["name"])
+        return PodEnv(self.context, self.kubelet, pod["metadata"]["namespace"], pod["metadata"]["name"])
 
     def lb_address(self) -> str:
         """The next free address of the LoadBalancer pool (MetalLB-style)."""
@@ -380,8 +381,9 @@ class Cluster:
 class PodEnv:
     """The world as one pod sees it: the cluster clock, cluster DNS (with its resolv.conf) and the network."""
 
-    def __init__(self, context: ControllerContext, namespace: str, name: str):
+    def __init__(self, context: ControllerContext, kubelet: Kubelet, namespace: str, name: str):
         self.context = context
+        self.kubelet = kubelet
         self.namespace = namespace
         self.name = name
 
@@ -400,3 +402,31 @@ class PodEnv:
         if self.context.network is None:
             raise RuntimeError("this cluster has no network attached")
         return self.context.network.curl(url, source=f"pod/{self.namespace}/{self.name}")
+
+    def pod_ip(self) -> str | None:
+        """The address the kubelet gave the pod (None before it has one)."""
+        runtime = self._runtime()
+        return runtime.ip if runtime is not None else None
+
+    def services(self) -> list[dict]:
+        """The Services that exist now (what the kubelet turns into environment variables)."""
+        return self.context.store.list("Service")
+
+    def after(self, seconds: float, callback: Callable[[], None]) -> Timer:
+        """Run `callback` on the cluster's clock `seconds` from now (a container's own timing)."""
+        return self.context.clock.after(seconds, callback, f"{self.namespace}/{self.name}")
+
+    def is_current(self, app: Any) -> bool:
+        """Whether `app` is still the running process of one of this pod's containers."""
+        runtime = self._runtime()
+        if runtime is None:
+            return False
+        return any(current is app and name not in runtime.exited for name, current in runtime.apps.items())
+
+    def cluster_dns(self) -> ClusterDNS:
+        """The kubelet's --cluster-dns and --cluster-domain."""
+        return ClusterDNS(DNS_IP, self.context.config.domain)
+
+    def _runtime(self) -> Any:
+        pod = self.context.store.find("Pod", self.namespace, self.name)
+        return self.kubelet.runtime(pod) if pod is not None else None

@@ -274,6 +274,12 @@ class Kubelet:
                                                 old=status.get("conditions"))
         self._write_status(pod, status)
 
+    def process_ended(self, pod: dict, container: str, code: int) -> None:
+        """A container's main process ended by itself (an attached shell that exited) with this exit code."""
+        rt = self.runtime(pod)
+        if rt is not None:
+            self._exited(rt.uid, container, code)
+
     def _exited(self, uid: str, container: str, code: int) -> None:
         rt = self.pods.get(uid)
         pod = self._pod(rt)

@@ -717,10 +717,11 @@ class KubeBackend:
                                      "the pinned kubectl next to Python")
         return self.runner.run([kubectl, "--kubeconfig", self.kubeconfig(), *argv], input=input, timeout=300)
 
-    def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None) -> Any:
+    def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None,
+                timeout: float | None = None, events: int | None = None) -> Any:
         """Real kubectl on this cluster, in the lab's namespace (the same result object as on sim)."""
         from labsupport.kubectl import run_kubectl
-        return run_kubectl(self.kubeconfig(), command, show=show, input=input)
+        return run_kubectl(self.kubeconfig(), command, show=show, input=input, timeout=timeout, events=events)
 
     def meter(self, kinds: tuple[str, ...], watchers: int | None) -> Any:
         """Watch-traffic metering needs the embedded control plane."""

@@ -40,7 +40,7 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("Namespace", "", "v1", "namespaces", namespaced=False, short_names=("ns",),
              verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
     KindInfo("Node", "", "v1", "nodes", namespaced=False, short_names=("no",)),
-    KindInfo("Pod", "", "v1", "pods", short_names=("po",), subresources=("log", "exec", "attach", "status"),
+    KindInfo("Pod", "", "v1", "pods", short_names=("po",), subresources=("log", "exec", "attach", "portforward", "status"),
              categories=("all",)),
     KindInfo("Service", "", "v1", "services", short_names=("svc",), subresources=("status",), categories=("all",)),
     KindInfo("Endpoints", "", "v1", "endpoints", short_names=("ep",)),

@@ -74,8 +74,8 @@ class PodServers:
     def _start(self, uid: str, pod: dict) -> None:
         meta = pod["metadata"]
         ns = self.topology.pod_namespace(meta["namespace"], meta["name"], uid, {s.ns for s in self.sandboxes.values()})
-        self.sandboxes[uid] = self.topology.make_sandbox(ns, pod["status"]["podIP"], pod["spec"]["nodeName"],
-                                                         meta["namespace"], meta["name"], self.topology.run + "/" + uid)
+        self.sandboxes[uid] = self.topology.make_sandbox(ns, pod["status"]["podIP"], pod["spec"]["nodeName"], pod,
+                                                         self.topology.run + "/" + uid)
 
     def _stop(self, uid: str) -> None:
         box = self.sandboxes.pop(uid, None)

@@ -16,6 +16,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from labsupport.apps.container import ClusterDNS, hosts_file, resolv_conf
 from labsupport.errors import NotFound
 from labsupport.netns.namespaces import (add_bridge, add_veth, blackhole_default, configure, create_namespace,
                                          inside, link_name, list_namespaces, new_run_id, ns_name, release_run_id,
@@ -105,17 +106,18 @@ class Topology:
         workers = [n for n in nodes if "node-role.kubernetes.io/control-plane" not in n["metadata"]["labels"]]
         first = (workers or nodes)[0]
         cidr = ipaddress.ip_network(first["spec"]["podCIDR"])
-        self.make_sandbox(self.dns_ns, str(cidr.broadcast_address - 1), first["metadata"]["name"], "default",
-                          "dnsutils", self.run + "/dnsutils")
+        dnsutils = {"metadata": {"name": "dnsutils", "namespace": "default"}, "spec": {}}
+        self.make_sandbox(self.dns_ns, str(cidr.broadcast_address - 1), first["metadata"]["name"], dnsutils,
+                          self.run + "/dnsutils")
 
-    def make_sandbox(self, ns: str, ip: str, node: str, namespace: str, name: str, key: str) -> Sandbox:
-        """A pod's namespace on `node`, wired into the node's pod bridge, with the files the kubelet writes."""
+    def make_sandbox(self, ns: str, ip: str, node: str, pod: dict, key: str) -> Sandbox:
+        """A pod's namespace on `node`, wired into the node's pod bridge, with the resolv.conf and hosts the
+        kubelet writes for that pod (so real tools run in it resolve as the pod does)."""
         node_ns = self.node_ns[node]
         veth = link_name(key)
-        domain = self.cluster.config.domain
-        write_etc(ns, {"resolv.conf": f"search {namespace}.svc.{domain} svc.{domain} {domain}\n"
-                                      f"nameserver {DNS_IP}\noptions ndots:5\n",
-                       "hosts": f"127.0.0.1\tlocalhost\n{ip}\t{name}\n"})
+        dns = ClusterDNS(DNS_IP, self.cluster.config.domain)
+        write_etc(ns, {"resolv.conf": resolv_conf(pod, dns), "hosts": hosts_file(pod, ip, dns)})
+        namespace, name = pod["metadata"].get("namespace", "default"), pod["metadata"]["name"]
         create_namespace(ns)
         add_veth(node_ns, veth, ns, "eth0", master=POD_BRIDGE, hairpin=True)
         prefix = ipaddress.ip_network(self.node(node)["spec"]["podCIDR"]).prefixlen

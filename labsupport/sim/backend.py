@@ -242,10 +242,11 @@ class EmbeddedBackend:
         """A kubeconfig for the embedded API server."""
         return self.apiserver().kubeconfig_path
 
-    def kubectl(self, command, *, show: bool = True, input: str | None = None):
+    def kubectl(self, command, *, show: bool = True, input: str | None = None, timeout: float | None = None,
+                events: int | None = None):
         """Real kubectl against the embedded API server."""
         from labsupport.kubectl import run_kubectl
-        return run_kubectl(self.kubeconfig(), command, show=show, input=input)
+        return run_kubectl(self.kubeconfig(), command, show=show, input=input, timeout=timeout, events=events)
 
     def meter(self, kinds, watchers):
         """A watch-traffic meter."""

@@ -176,3 +176,22 @@ def test_real_tools_from_a_shell_see_the_cluster(lab):
     out = subprocess.run(["ip", "netns", "exec", ns, "curl", "-sS", "-m", "3", "http://shell/hostname"],
                          capture_output=True, text=True)
     assert out.stdout == pod["metadata"]["name"], out.stderr
+
+
+def test_a_pod_namespace_has_the_files_the_kubelet_writes(lab):
+    """Real tools in a pod's namespace read the same resolv.conf and hosts as `kubectl exec … cat` shows."""
+    lab.apply(echo("files", 1, svc_type="ClusterIP"))
+    lab.wait(lambda l: ready(l, "files") == 1, timeout=120)
+    (pod,) = lab.get("pods", selector="app=files")
+    network = lab._backend.network
+    with lab._backend.cluster.lock:
+        box = network.pods.sandbox(pod)
+    files = {}
+    for name in ("resolv.conf", "hosts"):
+        with open(f"/etc/netns/{box.ns}/{name}") as f:
+            files[name] = f.read()
+        shown = lab.exec(pod["metadata"]["name"], ["cat", f"/etc/{name}"])
+        assert files[name] == shown.stdout, f"/etc/{name} differs between the namespace and the pod"
+    assert "search default.svc.cluster.local svc.cluster.local cluster.local" in files["resolv.conf"]
+    assert "options ndots:5" in files["resolv.conf"]
+    assert f"{pod['status']['podIP']}\t{pod['metadata']['name']}" in files["hosts"]
