@@ -1,0 +1,88 @@
+"""`make lab`: JupyterLab as a student meets it — the lessons, without the instructor's grading tools or pop-ups.
+
+JupyterLab gets a configuration directory of its own (on `JUPYTER_CONFIG_PATH`, so the user's own settings still
+win) that turns off nbgrader's instructor tools (the create-assignment toolbar and the formgrader), and the
+assignment and course lists too when there is no exchange to list (they would only say "Error fetching courses!").
+Validate stays. News and update checks are off, so no pop-up covers the picture. As root — common in containers
+and VMs — it starts anyway (`--allow-root`) and says so.
+
+>>> sorted(disabled_plugins(exchange=False))[:2]
+['@jupyter/nbgrader:assignment-list', '@jupyter/nbgrader:course-list']
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+#: nbgrader's instructor tools, never shown to a student.
+INSTRUCTOR_PLUGINS = ("@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader")
+INSTRUCTOR_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader",)
+#: What only works with an exchange folder to fetch from and submit to.
+EXCHANGE_PLUGINS = ("@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:course-list", "@jupyter/nbgrader:menu")
+EXCHANGE_SERVER_EXTENSIONS = ("nbgrader.server_extensions.assignment_list", "nbgrader.server_extensions.course_list")
+#: nbgrader's default exchange folder; LABSUPPORT_EXCHANGE names another.
+DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"
+
+
+def exchange_folder() -> pathlib.Path:
+    """The exchange folder assignments are fetched from (it may not exist: a laptop has none)."""
+    return pathlib.Path(os.environ.get("LABSUPPORT_EXCHANGE", DEFAULT_EXCHANGE))
+
+
+def disabled_plugins(exchange: bool) -> list[str]:
+    """The JupyterLab plugins a student does not get."""
+    return list(INSTRUCTOR_PLUGINS) + ([] if exchange else list(EXCHANGE_PLUGINS))
+
+
+def write_config(directory: pathlib.Path, exchange: bool) -> pathlib.Path:
+    """Write the student's JupyterLab configuration into `directory`; returns it."""
+    (directory / "labconfig").mkdir(parents=True, exist_ok=True)
+    (directory / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {name: True for name in disabled_plugins(exchange)}}, indent=1))
+    off = list(INSTRUCTOR_SERVER_EXTENSIONS) + ([] if exchange else list(EXCHANGE_SERVER_EXTENSIONS))
+    (directory / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {name: False for name in off}}}, indent=1))
+    return directory
+
+
+def command(arguments: list[str], *, root: bool) -> list[str]:
+    """The `jupyter lab` command line: news and update checks off, `--allow-root` when running as root."""
+    argv = [sys.executable, "-m", "jupyterlab", "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if root and "--allow-root" not in arguments:
+        argv.append("--allow-root")
+    return argv + list(arguments)
+
+
+def environment(config: pathlib.Path, base: dict | None = None) -> dict:
+    """The environment JupyterLab runs in: our configuration directory added after the user's own."""
+    env = dict(os.environ if base is None else base)
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (env.get("JUPYTER_CONFIG_PATH"), str(config)) if p)
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Start the student's JupyterLab with the given `jupyter lab` arguments; returns its exit code."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    exchange = exchange_folder().is_dir()
+    if root:
+        print("make lab: running as root (usual in containers and VMs), so JupyterLab starts with --allow-root",
+              file=sys.stderr)
+    if not exchange:
+        print(f"make lab: no nbgrader exchange at {exchange_folder()}: the assignment list is off "
+              f"(open the assignment's notebook from the file browser; Validate still works)", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="labsupport-jupyter-") as directory:
+        config = write_config(pathlib.Path(directory), exchange)
+        try:
+            return subprocess.call(command(arguments, root=root), env=environment(config))
+        except KeyboardInterrupt:
+            return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
