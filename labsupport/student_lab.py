@@ -8,6 +8,8 @@ and VMs — it starts anyway (`--allow-root`) and says so.
 
 >>> sorted(disabled_plugins(exchange=False))[:2]
 ['@jupyter/nbgrader:assignment-list', '@jupyter/nbgrader:course-list']
+>>> "@jupyter/nbgrader:assignment-list" in disabled_plugins(exchange=True)
+False
 """
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ INSTRUCTOR_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader",)
 #: What only works with an exchange folder to fetch from and submit to.
 EXCHANGE_PLUGINS = ("@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:course-list", "@jupyter/nbgrader:menu")
 EXCHANGE_SERVER_EXTENSIONS = ("nbgrader.server_extensions.assignment_list", "nbgrader.server_extensions.course_list")
+#: JupyterLab's news and update announcements: their first question ("Would you like to get notified about
+#: official Jupyter news?") would cover the picture.
+ANNOUNCEMENT_PLUGINS = ("@jupyterlab/apputils-extension:announcements",)
 #: nbgrader's default exchange folder; LABSUPPORT_EXCHANGE names another.
 DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"
 
@@ -35,7 +40,7 @@ def exchange_folder() -> pathlib.Path:
 
 def disabled_plugins(exchange: bool) -> list[str]:
     """The JupyterLab plugins a student does not get."""
-    return list(INSTRUCTOR_PLUGINS) + ([] if exchange else list(EXCHANGE_PLUGINS))
+    return list(ANNOUNCEMENT_PLUGINS + INSTRUCTOR_PLUGINS) + ([] if exchange else list(EXCHANGE_PLUGINS))
 
 
 def write_config(directory: pathlib.Path, exchange: bool) -> pathlib.Path:

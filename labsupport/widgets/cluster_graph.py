@@ -18,6 +18,12 @@ from labsupport.widgets.present import type_scale
 from labsupport.widgets.scene import CLIENT, Layout, Step, build_model, render_svg, trace_steps
 
 NGINX_INDEX = "/usr/share/nginx/html/index.html"
+#: How wide the presenter's picture may get (a projector's notebook column): every zone stays on screen.
+PRESENTER_WIDTH = 1100.0
+
+
+def _max_width(present: bool) -> float | None:
+    return PRESENTER_WIDTH if present else None
 
 
 class ClusterGraph(LiveView):
@@ -29,7 +35,7 @@ class ClusterGraph(LiveView):
         self.namespaces = None if namespaces is None else tuple(namespaces)
         self.rule_counts = rule_counts
         self.title = title
-        self.layout_engine = Layout(scale=type_scale(self.present))
+        self.layout_engine = Layout(scale=type_scale(self.present), max_width=_max_width(self.present))
         self.model = None
         self.steps: list[Step] = []
         self.reveal: int | None = None
@@ -40,6 +46,7 @@ class ClusterGraph(LiveView):
         self.status = widgets.HTML()
         self._build_controls()
         self.children = ([self.controls] if controls else []) + [self.picture, self.status]
+        self.add_class("labsupport-live-graph")
         self.sync_proxies()
         self.refresh()
 
@@ -217,7 +224,8 @@ class ClusterGraph(LiveView):
     def set_present(self, on: bool) -> None:
         """Presenter mode on or off: larger type, and a drawn request revealed one step at a time."""
         self.present = bool(on)
-        self.layout_engine = Layout(scale=type_scale(self.present), slots=self.layout_engine.slots)
+        self.layout_engine = Layout(scale=type_scale(self.present), slots=self.layout_engine.slots,
+                                    max_width=_max_width(self.present))
         if self.steps:
             self.reveal = 1 if self.present else None
         if getattr(self, "present_toggle", None) is not None and self.present_toggle.value != self.present:

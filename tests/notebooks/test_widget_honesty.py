@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import re
 import socket
 import urllib.parse
 
@@ -137,3 +138,54 @@ def test_a_lab_nobody_closes_stops_when_it_is_collected():
     del lab
     gc.collect()
     assert not _answers(address), "the API server of a forgotten lab still listens"
+
+
+def _rects(svg: str, group: str) -> list[tuple[float, float, float, float]]:
+    import re
+    found = re.findall(rf'<g class="{group}[^"]*"[^>]*>(?:<title>[^<]*</title>)?<rect x="([\d.]+)" y="([\d.]+)" '
+                       r'width="([\d.]+)" height="([\d.]+)"', svg)
+    return [tuple(map(float, r)) for r in found]
+
+
+def _inside(x: float, y: float, rect, pad: float = 0.5) -> bool:
+    rx, ry, rw, rh = rect
+    return rx + pad < x < rx + rw - pad and ry + pad < y < ry + rh - pad
+
+
+def _traced(lab):
+    from tests.conftest import WEB
+    lab.apply(WEB)
+    lab.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "client"},
+               "spec": {"containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}})
+    lab.wait(lambda l: sum(p["status"].get("phase") == "Running" for p in l.get("pods")) == 4)
+    graph = lab.graph(live=False)
+    graph.request("http://web", source="pod/client")
+    return graph
+
+
+def test_trace_numbers_and_lines_stay_off_the_pods_names(lab):
+    import re
+    graph = _traced(lab)
+    pods = _rects(graph.svg, "pod")
+    numbers = [tuple(map(float, c)) for c in re.findall(r'<circle class="trace-number" cx="([\d.]+)" cy="([\d.]+)"',
+                                                         graph.svg)]
+    assert numbers and len(numbers) == len(graph.steps)
+    for x, y in numbers:
+        assert not any(_inside(x, y, pod) for pod in pods), f"a step number at {x},{y} sits on a pod"
+    for x1, y1, x2, y2 in re.findall(r'<g class="trace-step"[^>]*><line x1="([\d.]+)" y1="([\d.]+)" '
+                                     r'x2="([\d.]+)" y2="([\d.]+)"', graph.svg):
+        for x, y in ((float(x1), float(y1)), (float(x2), float(y2))):
+            assert not any(_inside(x, y, pod) for pod in pods), "a trace line ends on a pod's name"
+    labels = graph.svg.split('class="trace-labels"', 1)[1]
+    assert ">client</text>" in labels and "kube-proxy ● iptables" in labels, "names are not redrawn over the path"
+
+
+def test_presenter_mode_fits_three_zones(lab):
+    from labsupport.widgets.cluster_graph import PRESENTER_WIDTH
+    graph = _traced(lab)
+    graph.set_present(True)
+    width = float(re.search(r'<svg [^>]*width="([\d.]+)"', graph.svg).group(1))
+    zones = _rects(graph.svg, "zone")
+    assert len(zones) == 3 and width <= PRESENTER_WIDTH
+    assert all(x + w <= width for x, _, w, _ in zones), "a zone falls off the right edge"
+    assert "font-size=\"16.1\"" in graph.svg, "presenter type is still the larger one"

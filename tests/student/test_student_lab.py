@@ -76,7 +76,7 @@ def test_the_student_lab_hides_the_instructor_tools_and_the_news(student_lab_ser
     base, token, log = student_lab_server
     config = page_config(base, token)
     disabled = config.get("disabledExtensions", [])
-    for plugin in ("@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader",
+    for plugin in ("@jupyterlab/apputils-extension:announcements", "@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader",
                    "@jupyter/nbgrader:course-list", "@jupyter/nbgrader:assignment-list"):
         assert plugin in disabled, f"{plugin} is offered to the student"
     assert "@jupyter/nbgrader:validate-assignment" not in disabled, "Validate must stay"
