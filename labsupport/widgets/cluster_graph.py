@@ -53,22 +53,20 @@ class ClusterGraph(LiveView):
     # --- controls ------------------------------------------------------------------------------------------
     def _build_controls(self) -> None:
         small = widgets.Layout(width="auto")
-        self.workload = widgets.Dropdown(description="workload", layout=widgets.Layout(width="230px"))
+        self.workload = widgets.Dropdown(layout=widgets.Layout(width="170px"))
         self.replicas = widgets.BoundedIntText(value=3, min=0, max=500, layout=widgets.Layout(width="70px"))
         self.scale_button = widgets.Button(description="scale", icon="arrows-v", layout=small)
-        self.pod = widgets.Dropdown(description="pod", layout=widgets.Layout(width="300px"))
+        self.pod = widgets.Dropdown(layout=widgets.Layout(width="230px"))
         self.delete_button = widgets.Button(description="delete pod", button_style="danger", icon="trash",
                                             layout=small)
         self.break_button = widgets.Button(description="break readiness", button_style="warning", layout=small,
                                            tooltip=f"rm {NGINX_INDEX} (an nginx pod probed on / turns not ready)")
         self.mend_button = widgets.Button(description="mend readiness", layout=small)
-        self.mode = widgets.ToggleButtons(options=["iptables", "ipvs", "nftables"], description="kube-proxy",
-                                          style={"button_width": "80px"})
-        self.service = widgets.Dropdown(description="service", layout=widgets.Layout(width="230px"))
-        self.policy = widgets.ToggleButtons(options=["Cluster", "Local"], description="eTP",
-                                            style={"button_width": "70px"})
-        self.source = widgets.Dropdown(description="from", layout=widgets.Layout(width="300px"))
-        self.url = widgets.Text(value="http://web", description="curl", layout=widgets.Layout(width="300px"))
+        self.mode = widgets.ToggleButtons(options=["iptables", "ipvs", "nftables"], style={"button_width": "80px"})
+        self.service = widgets.Dropdown(layout=widgets.Layout(width="170px"))
+        self.policy = widgets.ToggleButtons(options=["Cluster", "Local"], style={"button_width": "70px"})
+        self.source = widgets.Dropdown(layout=widgets.Layout(width="230px"))
+        self.url = widgets.Text(value="http://web", layout=widgets.Layout(width="220px"))
         self.send_button = widgets.Button(description="send request", button_style="primary", icon="paper-plane",
                                           layout=small)
         self.prev_button = widgets.Button(description="◀ step", layout=small)
@@ -91,13 +89,20 @@ class ClusterGraph(LiveView):
         self.policy.observe(self._on_policy, names="value")
         self.service.observe(self._sync_policy, names="value")
         self.workload.observe(lambda _: self._sync_replicas(force=True), names="value")
-        row = widgets.HBox
+        for name in ("workload", "replicas", "pod", "mode", "service", "policy", "source", "url"):
+            getattr(self, name).add_class(f"labsupport-{name}")
+
+        def row(*children: widgets.Widget) -> widgets.HBox:
+            return widgets.HBox(list(children), layout=widgets.Layout(align_items="center"))
+
         self.controls = widgets.VBox([
-            row([self.workload, self.replicas, self.scale_button, self.advance_button, self.present_toggle]),
-            row([self.pod, self.delete_button, self.break_button, self.mend_button]),
-            row([self.mode]),
-            row([self.service, self.policy]),
-            row([self.source, self.url, self.send_button, self.prev_button, self.next_button, self.clear_button]),
+            row(_label("workload"), self.workload, self.replicas, self.scale_button, self.advance_button,
+                self.present_toggle),
+            row(_label("pod"), self.pod, self.delete_button, self.break_button, self.mend_button),
+            row(_label("kube-proxy"), self.mode),
+            row(_label("service"), self.service, _label("eTP", inline=True), self.policy),
+            row(_label("from"), self.source, _label("curl", inline=True), self.url, self.send_button,
+                self.prev_button, self.next_button, self.clear_button),
         ])
         self.controls.add_class("labsupport-controls")
         self._muted = False
@@ -337,6 +342,20 @@ class ClusterGraph(LiveView):
     def __repr__(self) -> str:
         counts = {k: len(v) for k, v in self._pods_by_state().items()}
         return f"<ClusterGraph pods={counts}>"
+
+
+#: The width of the controls' label column, so that every row's control starts at the same place.
+LABEL_WIDTH = "84px"
+
+
+def _label(text: str, inline: bool = False) -> widgets.HTML:
+    """A control's label: right-aligned in the label column (or, inline, just before its control)."""
+    layout = widgets.Layout(width="auto" if inline else LABEL_WIDTH, margin="0 6px 0 8px" if inline else "0 6px 0 0",
+                            flex="0 0 auto")
+    label = widgets.HTML(f'<div style="text-align:right;white-space:nowrap">{html.escape(text)}</div>',
+                         layout=layout)
+    label.add_class("labsupport-label")
+    return label
 
 
 class Failure(str):
