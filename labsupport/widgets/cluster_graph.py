@@ -286,7 +286,7 @@ class ClusterGraph(LiveView):
         self.svg = render_svg(self.model, boxes, steps=self.steps, reveal=self.reveal,
                               scale=type_scale(self.present), title=self.title,
                               width=self.layout_engine.width, height=self.layout_engine.height,
-                              fit=not self.present)
+                              fit=True)
         self.picture.value = self.svg
         self._update_choices(objects)
 

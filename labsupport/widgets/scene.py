@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 import html
+import math
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -377,6 +378,35 @@ def _outline(graph: nx.DiGraph, boxes: dict[str, Box], element: str, scale: floa
     return box.x, box.y, box.w, box.h
 
 
+def _text_areas(graph: nx.DiGraph, boxes: dict[str, Box], scale: float) -> list[tuple[float, ...]]:
+    """Where the picture writes names: pods, nodes' title lines and kube-proxy badges, services, the client."""
+    areas: list[tuple[float, ...]] = []
+    for nid, box in boxes.items():
+        kind = graph.nodes[nid]["kind"] if nid in graph else ("client" if nid == CLIENT else "")
+        if kind in ("pod", "service", "client"):
+            areas.append((box.x, box.y, box.w, box.h))
+        elif kind == "node":
+            areas.append((box.x, box.y, box.w, 40 * scale))
+    return areas
+
+
+def _free_spot(x: float, y: float, direction: tuple[float, float], r: float,
+               areas: list[tuple[float, ...]]) -> tuple[float, float]:
+    """The point nearest (x, y), across the line, where a circle of radius r covers none of the areas."""
+    dx, dy = direction
+    length = math.hypot(dx, dy) or 1.0
+    px, py = -dy / length, dx / length
+
+    def free(cx: float, cy: float) -> bool:
+        return not any(ax - r < cx < ax + aw + r and ay - r < cy < ay + ah + r for ax, ay, aw, ah in areas)
+
+    for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5):
+        cx, cy = x + px * k * r * 1.2, y + py * k * r * 1.2
+        if free(cx, cy):
+            return cx, cy
+    return x, y
+
+
 def _border(rect: tuple[float, ...], inside: tuple[float, float], toward: tuple[float, float]) -> tuple[float, float]:
     """Where the line from `inside` (in rect) to `toward` leaves the rectangle (so it never crosses its text)."""
     x, y, w, h = rect
@@ -529,6 +559,7 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
     # the traced connection
     trace_from = len(out)
     if steps:
+        obstacles = _text_areas(graph, boxes, s)
         for i, step in enumerate(shown, 1):
             if step.start not in boxes or step.end not in boxes:
                 continue
@@ -541,8 +572,8 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
             else:
                 x1, y1 = _border(_outline(graph, boxes, step.start, s), a, b)
                 x2, y2 = _border(_outline(graph, boxes, step.end, s), b, a)
-            # the number sits in the middle of the visible stretch, between the boxes
-            mx, my = (x1 + x2) / 2, (y1 + y2) / 2
+            # the number sits in the middle of the visible stretch, nudged off any name it would cover
+            mx, my = _free_spot((x1 + x2) / 2, (y1 + y2) / 2, (x2 - x1, y2 - y1), 9 * s, obstacles)
             out.append(f'<g class="trace-step" data-step="{i}"><line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" '
                        f'y2="{y2:.1f}" stroke="{TRACE_COLOR}" stroke-width="{3.2 * s:.1f}" stroke-opacity="0.85" '
                        f'marker-end="url(#arrow)"/>'
