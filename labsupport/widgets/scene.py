@@ -601,7 +601,10 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
         out.append(f'<rect x="{lx:.1f}" y="{ly - 10 * s:.1f}" width="{12 * s:.1f}" height="{12 * s:.1f}" rx="2" '
                    f'fill="{fill}" stroke="{stroke}"/>' + _text(lx + 16 * s, ly, f"pod {state}", fs * 0.85))
         lx += 110 * s
-    out.append(_text(lx, ly, "lines: slice endpoints (green ready, orange serving+terminating, grey/red not ready)",
-                     fs * 0.8, fill="#616161"))
+    for note in ("lines: slice endpoints (green ready, orange serving+terminating, grey/red not ready)",
+                 "lines: endpoints (green ready, orange terminating, grey not ready)"):
+        if lx + len(note) * fs * 0.8 * 0.5 <= width - 14 * s:      # only what fits on the line
+            out.append(_text(lx, ly, note, fs * 0.8, fill="#616161"))
+            break
     out.append("</svg>")
     return "".join(out)
