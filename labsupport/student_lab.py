@@ -3,7 +3,9 @@
 JupyterLab gets a configuration directory of its own (on `JUPYTER_CONFIG_PATH`, so the user's own settings still
 win) that turns off nbgrader's instructor tools (the create-assignment toolbar and the formgrader), and the
 assignment and course lists too when there is no exchange to list (they would only say "Error fetching courses!").
-Validate stays. News and update checks are off, so no pop-up covers the picture. As root — common in containers
+Validate stays. News and update checks are off, so no pop-up covers the picture. Widget state is saved with the
+notebook, so a saved lesson reopened without its kernel still shows its live picture as it last was (not "Error
+displaying widget: model not found"). As root — common in containers
 and VMs — it starts anyway (`--allow-root`) and says so.
 
 >>> sorted(disabled_plugins(exchange=False))[:2]
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,6 +46,35 @@ def disabled_plugins(exchange: bool) -> list[str]:
     return list(ANNOUNCEMENT_PLUGINS + INSTRUCTOR_PLUGINS) + ([] if exchange else list(EXCHANGE_PLUGINS))
 
 
+#: JupyterLab settings the student starts with (their own changes still apply on top).
+SETTINGS = {"@jupyter-widgets/jupyterlab-manager:plugin": {"saveState": True}}
+
+
+def write_settings(directory: pathlib.Path, defaults: pathlib.Path | None = None) -> pathlib.Path:
+    """JupyterLab's application settings directory: what `defaults` held, plus SETTINGS; returns it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    overrides: dict = {}
+    if defaults is not None and defaults.is_dir():
+        for item in defaults.iterdir():
+            if item.is_file():
+                shutil.copy(item, directory / item.name)
+        if (defaults / "overrides.json").is_file():
+            overrides = json.loads((defaults / "overrides.json").read_text() or "{}")
+    for plugin, values in SETTINGS.items():
+        overrides.setdefault(plugin, {}).update(values)
+    (directory / "overrides.json").write_text(json.dumps(overrides, indent=1))
+    return directory
+
+
+def default_settings_dir() -> pathlib.Path | None:
+    """The settings directory JupyterLab would use on its own (`<app dir>/settings`)."""
+    try:
+        from jupyterlab.commands import get_app_dir
+    except ImportError:
+        return None
+    return pathlib.Path(get_app_dir()) / "settings"
+
+
 def write_config(directory: pathlib.Path, exchange: bool) -> pathlib.Path:
     """Write the student's JupyterLab configuration into `directory`; returns it."""
     (directory / "labconfig").mkdir(parents=True, exist_ok=True)
@@ -54,10 +86,12 @@ def write_config(directory: pathlib.Path, exchange: bool) -> pathlib.Path:
     return directory
 
 
-def command(arguments: list[str], *, root: bool) -> list[str]:
+def command(arguments: list[str], *, root: bool, settings: pathlib.Path | None = None) -> list[str]:
     """The `jupyter lab` command line: news and update checks off, `--allow-root` when running as root."""
     argv = [sys.executable, "-m", "jupyterlab", "--LabApp.news_url=None",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if settings is not None:
+        argv.append(f"--LabApp.app_settings_dir={settings}")
     if root and "--allow-root" not in arguments:
         argv.append("--allow-root")
     return argv + list(arguments)
@@ -83,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
               f"(open the assignment's notebook from the file browser; Validate still works)", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="labsupport-jupyter-") as directory:
         config = write_config(pathlib.Path(directory), exchange)
+        settings = write_settings(pathlib.Path(directory) / "settings", default_settings_dir())
         try:
-            return subprocess.call(command(arguments, root=root), env=environment(config))
+            return subprocess.call(command(arguments, root=root, settings=settings), env=environment(config))
         except KeyboardInterrupt:
             return 130
 

@@ -28,3 +28,22 @@ def test_lesson_runs_and_the_graph_follows_a_deleted_pod(page, jupyterlab):
     terminating = page.locator(f"{LIVE} svg.cluster-graph g.pod.terminating")
     assert terminating.count() == 1
     assert terminating.first.get_attribute("data-state") == "terminating"
+
+
+def test_a_saved_lesson_reopened_without_its_kernel_shows_the_picture(page, jupyterlab):
+    from tests.browser.notebook_page import shut_down_kernel
+    open_notebook(page, jupyterlab, "00-up-to-the-picture.ipynb")
+    assert not run_all(page)
+    page.wait_for_function(f"document.querySelectorAll('{LIVE} svg.cluster-graph g.pod').length === 3",
+                           timeout=60_000)
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_timeout(1500)
+    shut_down_kernel(page)
+    page.wait_for_timeout(1000)
+    page.goto(jupyterlab.url("00-up-to-the-picture.ipynb").replace("&reset", ""), timeout=90_000)
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                           " && window.jupyterapp.shell.currentWidget.content", timeout=90_000)
+    page.wait_for_timeout(3000)
+    page.screenshot(path=str(ARTIFACTS / "browser-3-reopened.png"), full_page=True)
+    assert "Error displaying widget" not in page.locator("body").inner_text()
+    assert page.locator("svg.cluster-graph g.pod").count() == 3, "the saved notebook lost its picture"

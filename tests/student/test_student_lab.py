@@ -107,3 +107,14 @@ def test_with_an_exchange_the_assignment_list_stays(tmp_path):
     disabled = json.loads((tmp_path / "labconfig" / "page_config.json").read_text())["disabledExtensions"]
     assert "@jupyter/nbgrader:assignment-list" not in disabled
     assert "@jupyter/nbgrader:create-assignment" in disabled
+
+
+def test_widget_state_is_saved_and_existing_overrides_are_kept(tmp_path):
+    defaults = tmp_path / "defaults"
+    defaults.mkdir()
+    (defaults / "overrides.json").write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "x"}}))
+    settings = student_lab.write_settings(tmp_path / "settings", defaults)
+    overrides = json.loads((settings / "overrides.json").read_text())
+    assert overrides["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}
+    assert overrides["@jupyterlab/apputils-extension:themes"] == {"theme": "x"}
+    assert f"--LabApp.app_settings_dir={settings}" in student_lab.command([], root=False, settings=settings)
