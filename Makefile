@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 lab: $(STAMP)
-	LABSUPPORT_BACKEND=$${LABSUPPORT_BACKEND:-sim} $(BIN)/jupyter lab --notebook-dir=notebooks
+	LABSUPPORT_BACKEND=$${LABSUPPORT_BACKEND:-sim} $(BIN)/python -m labsupport.student_lab --notebook-dir=notebooks
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

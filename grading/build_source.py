@@ -32,7 +32,7 @@ PASSED = 'print("checks passed")'
 GRADING_NOTE = """*How this notebook is graded.* Cells marked "YOUR CODE HERE" are yours; the cells after them are tests
 that the autograder runs again (some with extra hidden checks), on the embedded `sim` cluster with a fixed seed, so
 your work grades the same everywhere. A test that fails says what is wrong and where to look: run it, read it, fix
-your cell, and rerun from the top (Kernel → Restart & Run All) before you submit."""
+your cell, and rerun from the top (Kernel ▸ Restart Kernel and Run All Cells…) before you submit."""
 
 
 @dataclass

@@ -25,6 +25,11 @@ SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 class CheckFailed(LabError, AssertionError):
     """A check did not hold; the message says what is wrong and where to look (an AssertionError too, for graders)."""
 
+    def _render_traceback_(self) -> list[str]:
+        """How IPython shows it: the student's line and the message, without this package's frames."""
+        from labsupport.check_display import render_traceback
+        return render_traceback(self)
+
 
 def _fail(message: str) -> NoReturn:
     raise CheckFailed(message)
@@ -104,6 +109,28 @@ def _selector_text(selector: dict | None) -> str:
     return ",".join(f"{k}={v}" for k, v in (selector or {}).items())
 
 
+def _what_pods_carry(lab: Any, selector: dict | None, namespace: str) -> str:
+    """A hint for a selector that picks no pod: the labels the pods of the namespace do have."""
+    pods = lab.get("pods", namespace=namespace)
+    if not pods:
+        return f' There is no pod at all in namespace "{namespace}".'
+    picked = lab.get("pods", namespace=namespace, selector=_selector_text(selector) or None)
+    if selector and picked:
+        return (f" It picks {len(picked)} pod(s), but none has an IP yet (still Pending?): "
+                f"lab.get('pods', selector={_selector_text(selector)!r}).")
+    keys = set(selector or {})
+    seen: dict[str, int] = {}
+    for pod in pods:
+        labels = pod["metadata"].get("labels") or {}
+        shown = {k: v for k, v in labels.items() if k in keys} or labels
+        text = _selector_text(shown) or "no labels"
+        seen[text] = seen.get(text, 0) + 1
+    listing = ", ".join(f"{text} ({n} pod{'s' if n > 1 else ''})"
+                        for text, n in sorted(seen.items(), key=lambda item: -item[1])[:5])
+    return (f' No pod has the labels {_selector_text(selector)}; the pods in namespace "{namespace}" have: '
+            f"{listing}.")
+
+
 # --- exercise 1: Deployments, Services and their EndpointSlices ------------------------------------------
 
 def deployment_ready(lab: Any, name: str, replicas: int, image: str | None = None,
@@ -162,8 +189,8 @@ def slice_has_ready_addresses(lab: Any, service: str, count: int, namespace: str
         all_eps = endpoints(found)
         extra = ""
         if not all_eps:
-            extra = (f" The slice is empty: does the selector {selector!r} match any pod's labels? Compare with "
-                     f"lab.get('pods', selector={selector!r}).")
+            extra = (f" The slice is empty: does the selector {selector!r} match any pod's labels?"
+                     + _what_pods_carry(lab, (svc.get("spec") or {}).get("selector"), namespace))
         elif len(addresses) < count:
             extra = (f" {len(all_eps) - len(addresses)} endpoint(s) are listed but not ready: are all pods Ready "
                      f"(readiness probe), or still starting? Try lab.get('pods', selector={selector!r}).")
@@ -177,9 +204,13 @@ def slice_matches_pods(lab: Any, service: str, selector: str, namespace: str = "
     addresses = ready_addresses(lab, service, namespace)
     pods = ready_pod_ips(lab, selector, namespace)
     if addresses != pods:
+        extra = ""
+        svc_selector = ((find(lab, "service", service, namespace).get("spec") or {}).get("selector"))
+        if not endpoints(slices(lab, service, namespace)):
+            extra = _what_pods_carry(lab, svc_selector, namespace)
         _fail(f'the slices of "{service}" list {addresses} but the Ready pods with {selector} have {pods}: the '
               "slice follows the Service's selector and the pods' readiness; compare the Service's "
-              "spec.selector with the pods' labels.")
+              f"spec.selector ({_selector_text(svc_selector)!r}) with the pods' labels.{extra}")
     return addresses
 
 
@@ -566,7 +597,7 @@ def service_answers(lab: Any, service: str, source: str, path: str = "/", namesp
                   f"the pods' readiness probe (lab.get('pods', selector={selector!r}) and the Unhealthy events "
                   "in lab.get('events')).")
         _fail(f"{url}: {result.error}. The Service has no endpoints at all: its selector {selector!r} matches "
-              "no pod; compare it with the pods' labels (lab.get('pods')).")
+              "no pod." + _what_pods_carry(lab, (svc.get("spec") or {}).get("selector"), namespace))
     if result.refused:
         _fail(f"{url}: {result.error}. The Service has {len(ready)} ready endpoint(s), yet the connection is "
               "refused at the pod: the targetPort does not match the port the container listens on "

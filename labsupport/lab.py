@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Any, Callable
 
 from labsupport.backend import Backend
@@ -50,6 +51,9 @@ class Lab:
         if follow_wall_time:
             self._backend.follow_wall_time()
         self._closed = False
+        # The backend closes when the Lab is collected or the interpreter exits (a kernel shutting down), so a
+        # notebook never has to end with close() and a netns lab still leaves nothing behind.
+        self._finalizer = weakref.finalize(self, self._backend.close)
 
     # --- objects -------------------------------------------------------------------------------------------
     def apply(self, manifest: Any) -> list[dict]:
@@ -189,10 +193,10 @@ class Lab:
         return self._closed
 
     def close(self) -> None:
-        """Stop the cluster's servers and remove what it created."""
+        """Stop the cluster's servers and remove what it created (a kernel shutting down does it too)."""
         if not self._closed:
             self._closed = True
-            self._backend.close()
+            self._finalizer()
 
     def __enter__(self) -> "Lab":
         return self

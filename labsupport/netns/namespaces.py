@@ -55,8 +55,33 @@ def netlink(fn):
     def call(*args, **kwargs):
         if threading.current_thread().name.startswith(_NETLINK_THREAD):
             return fn(*args, **kwargs)
-        return _netlink_worker.submit(fn, *args, **kwargs).result()
+        try:
+            future = _netlink_worker.submit(fn, *args, **kwargs)
+        except RuntimeError:    # the interpreter is exiting: concurrent.futures stopped its workers before atexit
+            return _on_a_thread_of_its_own(fn, *args, **kwargs)
+        return future.result()
     return call
+
+
+def _on_a_thread_of_its_own(fn, *args, **kwargs):
+    """Run `fn` on a new netlink thread (at exit, when the shared one is gone), or here if none can start."""
+    outcome: dict = {}
+
+    def work():
+        try:
+            outcome["value"] = fn(*args, **kwargs)
+        except BaseException as exc:        # handed back to the caller below
+            outcome["error"] = exc
+
+    try:
+        worker = threading.Thread(target=work, name=f"{_NETLINK_THREAD}-exit")
+        worker.start()
+        worker.join()
+    except RuntimeError:
+        work()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 def new_run_id() -> str:

@@ -6,6 +6,7 @@ from labsupport.widgets.charts import Chart, bar_chart, connection_cost, human_b
 from labsupport.widgets.cluster_graph import ClusterGraph
 from labsupport.widgets.present import presenter, presenting
 from labsupport.widgets.rules import ConntrackView, RulesView
+from labsupport.widgets.snapshot import Snapshot
 
 __all__ = ["ClusterGraph", "RulesView", "ConntrackView", "Chart", "line_chart", "bar_chart", "rule_counts",
-           "connection_cost", "human_bytes", "presenter", "presenting"]
+           "connection_cost", "human_bytes", "presenter", "presenting", "Snapshot"]

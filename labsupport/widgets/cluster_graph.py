@@ -18,6 +18,12 @@ from labsupport.widgets.present import type_scale
 from labsupport.widgets.scene import CLIENT, Layout, Step, build_model, render_svg, trace_steps
 
 NGINX_INDEX = "/usr/share/nginx/html/index.html"
+#: How wide the presenter's picture may get (a projector's notebook column): every zone stays on screen.
+PRESENTER_WIDTH = 1100.0
+
+
+def _max_width(present: bool) -> float | None:
+    return PRESENTER_WIDTH if present else None
 
 
 class ClusterGraph(LiveView):
@@ -29,7 +35,7 @@ class ClusterGraph(LiveView):
         self.namespaces = None if namespaces is None else tuple(namespaces)
         self.rule_counts = rule_counts
         self.title = title
-        self.layout_engine = Layout(scale=type_scale(self.present))
+        self.layout_engine = Layout(scale=type_scale(self.present), max_width=_max_width(self.present))
         self.model = None
         self.steps: list[Step] = []
         self.reveal: int | None = None
@@ -40,28 +46,27 @@ class ClusterGraph(LiveView):
         self.status = widgets.HTML()
         self._build_controls()
         self.children = ([self.controls] if controls else []) + [self.picture, self.status]
+        self.add_class("labsupport-live-graph")
         self.sync_proxies()
         self.refresh()
 
     # --- controls ------------------------------------------------------------------------------------------
     def _build_controls(self) -> None:
         small = widgets.Layout(width="auto")
-        self.workload = widgets.Dropdown(description="workload", layout=widgets.Layout(width="230px"))
+        self.workload = widgets.Dropdown(layout=widgets.Layout(width="170px"))
         self.replicas = widgets.BoundedIntText(value=3, min=0, max=500, layout=widgets.Layout(width="70px"))
         self.scale_button = widgets.Button(description="scale", icon="arrows-v", layout=small)
-        self.pod = widgets.Dropdown(description="pod", layout=widgets.Layout(width="300px"))
+        self.pod = widgets.Dropdown(layout=widgets.Layout(width="230px"))
         self.delete_button = widgets.Button(description="delete pod", button_style="danger", icon="trash",
                                             layout=small)
         self.break_button = widgets.Button(description="break readiness", button_style="warning", layout=small,
                                            tooltip=f"rm {NGINX_INDEX} (an nginx pod probed on / turns not ready)")
         self.mend_button = widgets.Button(description="mend readiness", layout=small)
-        self.mode = widgets.ToggleButtons(options=["iptables", "ipvs", "nftables"], description="kube-proxy",
-                                          style={"button_width": "80px"})
-        self.service = widgets.Dropdown(description="service", layout=widgets.Layout(width="230px"))
-        self.policy = widgets.ToggleButtons(options=["Cluster", "Local"], description="eTP",
-                                            style={"button_width": "70px"})
-        self.source = widgets.Dropdown(description="from", layout=widgets.Layout(width="300px"))
-        self.url = widgets.Text(value="http://web", description="curl", layout=widgets.Layout(width="300px"))
+        self.mode = widgets.ToggleButtons(options=["iptables", "ipvs", "nftables"], style={"button_width": "80px"})
+        self.service = widgets.Dropdown(layout=widgets.Layout(width="170px"))
+        self.policy = widgets.ToggleButtons(options=["Cluster", "Local"], style={"button_width": "70px"})
+        self.source = widgets.Dropdown(layout=widgets.Layout(width="230px"))
+        self.url = widgets.Text(value="http://web", layout=widgets.Layout(width="220px"))
         self.send_button = widgets.Button(description="send request", button_style="primary", icon="paper-plane",
                                           layout=small)
         self.prev_button = widgets.Button(description="◀ step", layout=small)
@@ -83,16 +88,26 @@ class ClusterGraph(LiveView):
         self.mode.observe(self._on_mode, names="value")
         self.policy.observe(self._on_policy, names="value")
         self.service.observe(self._sync_policy, names="value")
-        row = widgets.HBox
+        self.workload.observe(lambda _: self._sync_replicas(force=True), names="value")
+        for name in ("workload", "replicas", "pod", "mode", "service", "policy", "source", "url"):
+            getattr(self, name).add_class(f"labsupport-{name}")
+
+        def row(*children: widgets.Widget) -> widgets.HBox:
+            return widgets.HBox(list(children), layout=widgets.Layout(align_items="center"))
+
         self.controls = widgets.VBox([
-            row([self.workload, self.replicas, self.scale_button, self.advance_button, self.present_toggle]),
-            row([self.pod, self.delete_button, self.break_button, self.mend_button]),
-            row([self.mode]),
-            row([self.service, self.policy]),
-            row([self.source, self.url, self.send_button, self.prev_button, self.next_button, self.clear_button]),
+            row(_label("workload"), self.workload, self.replicas, self.scale_button, self.advance_button,
+                self.present_toggle),
+            row(_label("pod"), self.pod, self.delete_button, self.break_button, self.mend_button),
+            row(_label("kube-proxy"), self.mode),
+            row(_label("service"), self.service, _label("eTP", inline=True), self.policy),
+            row(_label("from"), self.source, _label("curl", inline=True), self.url, self.send_button,
+                self.prev_button, self.next_button, self.clear_button),
         ])
         self.controls.add_class("labsupport-controls")
         self._muted = False
+        self._workload_replicas: dict[str, int] = {}
+        self._shown_replicas: tuple[str, int] | None = None
 
     def _act(self, action) -> None:
         try:
@@ -100,7 +115,9 @@ class ClusterGraph(LiveView):
         except Exception as exc:
             self._report(f"{type(exc).__name__}: {exc}")
         else:
-            if isinstance(outcome, str):
+            if isinstance(outcome, Failure):
+                self._report(str(outcome))
+            elif isinstance(outcome, str):
                 self._report(outcome, error=False)
         self.sync_proxies()
         self.refresh()
@@ -111,7 +128,7 @@ class ClusterGraph(LiveView):
 
     def _scale(self) -> str:
         if not self.workload.value:
-            return "no Deployment or StatefulSet to scale"
+            return Failure("no Deployment or StatefulSet to scale")
         self.lab.scale(self.workload.value, int(self.replicas.value))
         return f"scaled {self.workload.value} to {self.replicas.value}"
 
@@ -129,23 +146,30 @@ class ClusterGraph(LiveView):
 
     def _break(self) -> str:
         ns, name = self._pod_ref()
+        missing = _no_index_probe(self.lab.get("pod", name, namespace=ns))
+        if missing:
+            return Failure(f"{name}: {missing}, so nothing changes: it stays ready and keeps its traffic. "
+                           f"Give the pod template a readinessProbe (httpGet on / port 80) to see it leave the Service.")
         result = self.lab.exec(name, ["rm", NGINX_INDEX], namespace=ns)
         code = getattr(result, "code", getattr(result, "returncode", 0))
         if code:
-            return f"rm failed in {name}: {getattr(result, 'stderr', '')}".strip()
+            return Failure(f"rm failed in {name}: {getattr(result, 'stderr', '')}".strip())
         return f"removed {NGINX_INDEX} in {name}: its readiness probe on / fails from the next period"
 
     def _mend(self) -> str:
         ns, name = self._pod_ref()
-        self.lab.exec(name, ["sh", "-c", f"echo ok > {NGINX_INDEX}"], namespace=ns)
+        result = self.lab.exec(name, ["sh", "-c", f"echo ok > {NGINX_INDEX}"], namespace=ns)
+        if getattr(result, "code", getattr(result, "returncode", 0)):
+            return Failure(f"could not write {NGINX_INDEX} in {name}: {getattr(result, 'stderr', '')}".strip())
         return f"restored {NGINX_INDEX} in {name}"
 
     def _send_request(self) -> str:
         trace = self.lab.trace(self.url.value, source=self.source.value or "client")
         self.show_trace(trace)
         result = trace.result
-        return (f"{result.status} from {result.pod} (client IP seen: {result.client_ip})" if result.ok
-                else result.error or "no answer")
+        if not result.ok:
+            return Failure(result.error or result.text or "no answer")
+        return f"{result.status} from {result.pod} (client IP seen: {result.client_ip})"
 
     def _step(self, delta: int) -> None:
         if not self.steps:
@@ -157,8 +181,12 @@ class ClusterGraph(LiveView):
     def _on_mode(self, change) -> None:
         if self._muted or change["new"] == self.lab.proxy_mode:
             return
-        self._act(lambda: (self.lab.set_proxy_mode(change["new"]),
-                           f"kube-proxy restarted in {change['new']} mode")[1])
+        self._act(lambda: self._switch_mode(change["new"]))
+
+    def _switch_mode(self, mode: str) -> str:
+        self.lab.set_proxy_mode(mode)
+        self.steps, self.reveal, self.last_trace = [], None, None    # the old path went through the old rules
+        return f"kube-proxy restarted in {mode} mode (the drawn path was cleared: send the request again)"
 
     def _current_service(self) -> dict | None:
         if not self.service.value:
@@ -202,7 +230,8 @@ class ClusterGraph(LiveView):
     def set_present(self, on: bool) -> None:
         """Presenter mode on or off: larger type, and a drawn request revealed one step at a time."""
         self.present = bool(on)
-        self.layout_engine = Layout(scale=type_scale(self.present), slots=self.layout_engine.slots)
+        self.layout_engine = Layout(scale=type_scale(self.present), slots=self.layout_engine.slots,
+                                    max_width=_max_width(self.present))
         if self.steps:
             self.reveal = 1 if self.present else None
         if getattr(self, "present_toggle", None) is not None and self.present_toggle.value != self.present:
@@ -236,7 +265,13 @@ class ClusterGraph(LiveView):
         self._act(self._delete)
 
     def pods_by_state(self) -> dict[str, list[str]]:
-        """The pods in the picture grouped by state (ready, not-ready, terminating, pending …)."""
+        """The pods in the picture grouped by state (ready, not-ready, terminating, pending …), redrawn first."""
+        if not self._closed_lab():
+            self.sync_proxies()
+            self.refresh()
+        return self._pods_by_state()
+
+    def _pods_by_state(self) -> dict[str, list[str]]:
         groups: dict[str, list[str]] = {}
         for _, data in (self.model.nodes(data=True) if self.model is not None else []):
             if data["kind"] == "pod":
@@ -252,28 +287,35 @@ class ClusterGraph(LiveView):
         self.svg = render_svg(self.model, boxes, steps=self.steps, reveal=self.reveal,
                               scale=type_scale(self.present), title=self.title,
                               width=self.layout_engine.width, height=self.layout_engine.height,
-                              fit=not self.present)
+                              fit=True)
         self.picture.value = self.svg
         self._update_choices(objects)
 
     def _update_choices(self, objects: dict) -> None:
         wanted = None if self.namespaces is None else set(self.namespaces)
         shown = [o for o in objects["pods"] if wanted is None or o["metadata"].get("namespace") in wanted]
-        pods = [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in shown]
-        sources = [f"pod/{p}" for p, o in zip(pods, shown)
+        one_namespace = self.namespaces is not None and len(self.namespaces) == 1
+        pods = [(pod_label(p, one_namespace), f"{p['metadata']['namespace']}/{p['metadata']['name']}")
+                for p in shown]
+        sources = [("pod " + label, f"pod/{value}") for (label, value), o in zip(pods, shown)
                    if (o.get("status") or {}).get("phase") == "Running" and not o["metadata"].get("deletionTimestamp")]
-        sources += [f"node/{n['metadata']['name']}" for n in objects["nodes"]] + ["client"]
+        sources += [(f"node {n['metadata']['name']}", f"node/{n['metadata']['name']}") for n in objects["nodes"]]
+        sources += [("client (outside)", "client")]
         services = [f"{s['metadata']['namespace']}/{s['metadata']['name']}" for s in objects["services"]
                     if (wanted is None or s["metadata"].get("namespace") in wanted)
                     and s["metadata"]["name"] != "kubernetes"]
         workloads = [f"{o['kind'].lower()}/{o['metadata']['name']}" for o in objects["workloads"]
                      if wanted is None or o["metadata"].get("namespace") in wanted]
+        self._workload_replicas = {f"{o['kind'].lower()}/{o['metadata']['name']}": int(o["spec"].get("replicas", 1))
+                                   for o in objects["workloads"]
+                                   if wanted is None or o["metadata"].get("namespace") in wanted}
         self._muted = True
         try:
             _set_options(self.pod, pods)
             _set_options(self.source, sources)
             _set_options(self.service, services)
             _set_options(self.workload, workloads)
+            self._sync_replicas()
             modes = {p.get("mode") for p in objects["proxies"].values() if p.get("running")}
             if len(modes) == 1:
                 self.mode.value = modes.pop()
@@ -284,24 +326,78 @@ class ClusterGraph(LiveView):
         finally:
             self._muted = False
 
+    def _sync_replicas(self, force: bool = False) -> None:
+        """Show the chosen workload's replica count, whenever it (or the choice) changed since it was shown."""
+        name = self.workload.value
+        if not name or name not in self._workload_replicas:
+            return
+        shown = (name, self._workload_replicas[name])
+        if force or shown != self._shown_replicas:
+            self.replicas.value = shown[1]
+            self._shown_replicas = shown
+
     def static_html(self) -> str:
         """The last picture as HTML: the SVG itself, no scripts."""
         return f'<div class="labsupport-cluster-graph" style="overflow:auto">{self.svg}</div>'
 
     def __repr__(self) -> str:
-        counts = {k: len(v) for k, v in self.pods_by_state().items()}
+        counts = {k: len(v) for k, v in self._pods_by_state().items()}
         return f"<ClusterGraph pods={counts}>"
 
 
-def _set_options(dropdown: widgets.Dropdown, options: list[str]) -> None:
-    if list(dropdown.options) == options:
+#: The width of the controls' label column, so that every row's control starts at the same place.
+LABEL_WIDTH = "84px"
+
+
+def _label(text: str, inline: bool = False) -> widgets.HTML:
+    """A control's label: right-aligned in the label column (or, inline, just before its control)."""
+    layout = widgets.Layout(width="auto" if inline else LABEL_WIDTH, margin="0 6px 0 8px" if inline else "0 6px 0 0",
+                            flex="0 0 auto")
+    label = widgets.HTML(f'<div style="text-align:right;white-space:nowrap">{html.escape(text)}</div>',
+                         layout=layout)
+    label.add_class("labsupport-label")
+    return label
+
+
+class Failure(str):
+    """What a control reports when its action did not do what was asked (shown in red)."""
+
+
+def pod_label(pod: dict, one_namespace: bool, width: int = 26) -> str:
+    """A pod's name as a dropdown shows it: without the namespace when there is one, the tail that tells pods
+    apart always kept (`web-7c5b9d4f8d-x2kq9` → `web-7c5b…-x2kq9` only when too long)."""
+    name = pod["metadata"]["name"]
+    label = name if one_namespace else f"{pod['metadata']['namespace']}/{name}"
+    if len(label) <= width:
+        return label
+    tail = name.rsplit("-", 1)[-1] if "-" in name else name[-8:]
+    head = label[:max(4, width - len(tail) - 2)]
+    return f"{head}…-{tail}" if "-" in name else f"{head}…{tail}"
+
+
+def _no_index_probe(pod: dict) -> str:
+    """Why removing nginx's index page would not change this pod's readiness ("" when it would)."""
+    probes = [c.get("readinessProbe") for c in pod["spec"].get("containers", [])]
+    if not any(probes):
+        return "this pod has no readiness probe (nothing checks it, and a pod without one counts as ready)"
+    for probe in probes:
+        get = (probe or {}).get("httpGet")
+        if get and get.get("path", "/") in ("/", "/index.html"):
+            return ""
+    return "its readiness probe does not ask nginx for / (removing the index page does not make it fail)"
+
+
+def _set_options(dropdown: widgets.Dropdown, options: list) -> None:
+    """Give a dropdown new choices (strings, or (label, value) pairs), keeping the chosen value when it stays."""
+    if tuple(tuple(o) if isinstance(o, list) else o for o in dropdown.options) == tuple(options):
         return
+    values = [o[1] if isinstance(o, tuple) else o for o in options]
     current = dropdown.value
     dropdown.options = options
-    if current in options:
+    if current in values:
         dropdown.value = current
-    elif options:
-        dropdown.value = options[0]
+    elif values:
+        dropdown.value = values[0]
 
 
 __all__ = ["ClusterGraph", "CLIENT"]

@@ -124,7 +124,8 @@ def ready_count(lab: Any, service: str, namespace: str = "default") -> int:
 def self_check(passed: bool, success: str, hint: str) -> str:
     """A lesson's self-check: returns the success note, or raises AssertionError carrying the hint."""
     if not passed:
-        raise AssertionError(f"not yet: {hint}")
+        from labsupport.checks import CheckFailed
+        raise CheckFailed(f"not yet: {hint}")
     return f"✓ {success}"
 
 

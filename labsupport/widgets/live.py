@@ -15,6 +15,7 @@ from typing import Any, Callable
 import ipywidgets as widgets
 
 from labsupport.widgets.present import presenting, register
+from labsupport.widgets.snapshot import Snapshot
 
 DEBOUNCE_SECONDS = 0.12
 
@@ -105,6 +106,13 @@ class LiveView(widgets.VBox):
         self._drawn = version
         self.last_update_seconds = time.perf_counter() - start
         return self.last_update_seconds
+
+    def snapshot(self) -> Snapshot:
+        """The picture as it is now, as a static output that later changes of the cluster do not redraw."""
+        if not self._closed_lab():
+            self.sync_proxies()
+            self.refresh()
+        return Snapshot(self.static_html(), repr(self))
 
     def set_present(self, on: bool) -> None:
         """Switch presenter mode (larger type, step-by-step reveal) for this view and redraw."""

@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 import html
+import math
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -211,6 +212,8 @@ class Layout:
     zone_width: float = 330.0
     pod_size: tuple[float, float] = (90.0, 38.0)
     slots: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: The widest the picture may be: zones get narrower (their pods wrap) so that every zone fits.
+    max_width: float | None = None
     width: float = 0.0
     height: float = 0.0
 
@@ -233,7 +236,9 @@ class Layout:
         pw, ph = self.pod_size[0] * s, self.pod_size[1] * s
         zones = sorted(n for n, d in graph.nodes(data=True) if d["kind"] == "zone")
         cw = self.zone_width * s
-        width = max(2 * margin + len(zones) * cw, 760 * s)
+        if self.max_width and zones:
+            cw = max(min(cw, (self.max_width - 2 * margin) / len(zones)), pw + 40 * s)
+        width = max(2 * margin + len(zones) * cw, min(760 * s, self.max_width or 760 * s))
         boxes: dict[str, Box] = {}
         top = 34 * s
         boxes[CLIENT] = Box(margin, top, 170 * s, 40 * s)
@@ -358,11 +363,62 @@ def _short(name: str, limit: int = 13) -> str:
 
 
 def _anchor(graph: nx.DiGraph, boxes: dict[str, Box], element: str, scale: float) -> tuple[float, float]:
-    """Where a trace line meets an element: a node's kube-proxy badge (its netfilter), else the middle."""
+    """Where a trace line aims at an element: a node's kube-proxy badge (its netfilter), else the middle."""
     box = boxes[element]
     if element in graph and graph.nodes[element]["kind"] == "node":
         return box.x + box.w / 2, box.y + 31.5 * scale
     return box.center
+
+
+def _outline(graph: nx.DiGraph, boxes: dict[str, Box], element: str, scale: float) -> tuple[float, ...]:
+    """The rectangle a trace line stops at: a node's kube-proxy badge, else the element's box."""
+    box = boxes[element]
+    if element in graph and graph.nodes[element]["kind"] == "node":
+        return box.x + 8 * scale, box.y + 23 * scale, box.w - 16 * scale, 17 * scale
+    return box.x, box.y, box.w, box.h
+
+
+def _text_areas(graph: nx.DiGraph, boxes: dict[str, Box], scale: float) -> list[tuple[float, ...]]:
+    """Where the picture writes names: pods, nodes' title lines and kube-proxy badges, services, the client."""
+    areas: list[tuple[float, ...]] = []
+    for nid, box in boxes.items():
+        kind = graph.nodes[nid]["kind"] if nid in graph else ("client" if nid == CLIENT else "")
+        if kind in ("pod", "service", "client"):
+            areas.append((box.x, box.y, box.w, box.h))
+        elif kind == "node":
+            areas.append((box.x, box.y, box.w, 40 * scale))
+    return areas
+
+
+def _free_spot(x: float, y: float, direction: tuple[float, float], r: float,
+               areas: list[tuple[float, ...]]) -> tuple[float, float]:
+    """The point nearest (x, y), across the line, where a circle of radius r covers none of the areas."""
+    dx, dy = direction
+    length = math.hypot(dx, dy) or 1.0
+    px, py = -dy / length, dx / length
+
+    def free(cx: float, cy: float) -> bool:
+        return not any(ax - r < cx < ax + aw + r and ay - r < cy < ay + ah + r for ax, ay, aw, ah in areas)
+
+    for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5):
+        cx, cy = x + px * k * r * 1.2, y + py * k * r * 1.2
+        if free(cx, cy):
+            return cx, cy
+    return x, y
+
+
+def _border(rect: tuple[float, ...], inside: tuple[float, float], toward: tuple[float, float]) -> tuple[float, float]:
+    """Where the line from `inside` (in rect) to `toward` leaves the rectangle (so it never crosses its text)."""
+    x, y, w, h = rect
+    (x1, y1), (x2, y2) = inside, toward
+    dx, dy = x2 - x1, y2 - y1
+    t = 1.0
+    if dx:
+        t = min(t, max((x - x1) / dx, (x + w - x1) / dx))
+    if dy:
+        t = min(t, max((y - y1) / dy, (y + h - y1) / dy))
+    t = max(0.0, t)
+    return x1 + dx * t, y1 + dy * t
 
 
 def _text(x: float, y: float, text: str, size: float, *, weight: str = "normal", fill: str = "#212121",
@@ -418,6 +474,8 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
             continue
         d = data[nid]
         role = " (control plane)" if d.get("control_plane") else ""
+        if role and (len(d["label"] + role) * 0.57 + len(d.get("ip", "")) * 0.5) * fs + 26 * s > box.w:
+            role = ""           # a narrow box (presenter mode): the name says it, the IP must stay readable
         out.append(f'<g class="node" data-name="{_esc(d["label"])}">'
                    f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="6" '
                    f'fill="#ffffff" stroke="#90a4ae"/>')
@@ -499,21 +557,34 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
                    + _text(box.x + 6 * s, box.y + 12.5 * s, f"slice {d['label']}: {d['ready']}/{d['size']} ready",
                            fs * 0.78, fill="#4527a0") + "</g>")
     # the traced connection
+    trace_from = len(out)
     if steps:
+        obstacles = _text_areas(graph, boxes, s)
         for i, step in enumerate(shown, 1):
             if step.start not in boxes or step.end not in boxes:
                 continue
-            (x1, y1) = _anchor(graph, boxes, step.start, s)
-            (x2, y2) = _anchor(graph, boxes, step.end, s)
+            a = _anchor(graph, boxes, step.start, s)
+            b = _anchor(graph, boxes, step.end, s)
             if step.start == step.end:
-                x2, y2 = x1 + 30 * s, y1 - 26 * s
+                rect = _outline(graph, boxes, step.start, s)
+                x1, y1 = rect[0] + rect[2] - 12 * s, rect[1]
+                x2, y2 = x1 + 22 * s, y1 - 20 * s
+            else:
+                x1, y1 = _border(_outline(graph, boxes, step.start, s), a, b)
+                x2, y2 = _border(_outline(graph, boxes, step.end, s), b, a)
+            # the number sits in the middle of the visible stretch, nudged off any name it would cover
+            mx, my = _free_spot((x1 + x2) / 2, (y1 + y2) / 2, (x2 - x1, y2 - y1), 9 * s, obstacles)
             out.append(f'<g class="trace-step" data-step="{i}"><line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" '
                        f'y2="{y2:.1f}" stroke="{TRACE_COLOR}" stroke-width="{3.2 * s:.1f}" stroke-opacity="0.85" '
                        f'marker-end="url(#arrow)"/>'
-                       f'<circle cx="{x1 + (x2 - x1) * 0.4:.1f}" cy="{y1 + (y2 - y1) * 0.4:.1f}" r="{9 * s:.1f}" '
-                       f'fill="{TRACE_COLOR}"/>'
-                       + _text(x1 + (x2 - x1) * 0.4, y1 + (y2 - y1) * 0.4 + 4 * s, str(i), fs * 0.9, weight="bold",
-                               fill="#ffffff", anchor="middle") + "</g>")
+                       f'<circle class="trace-number" cx="{mx:.1f}" cy="{my:.1f}" r="{9 * s:.1f}" '
+                       f'fill="{TRACE_COLOR}" stroke="#ffffff" stroke-width="{1.5 * s:.1f}"/>'
+                       + _text(mx, my + 4 * s, str(i), fs * 0.9, weight="bold", fill="#ffffff", anchor="middle")
+                       + "</g>")
+        # names stay readable: the picture's labels again, over the path, on a white halo
+        labels = re.findall(r"<text [^>]*>[^<]*</text>", "".join(out[:trace_from]))
+        out.append(f'<g class="trace-labels" paint-order="stroke" stroke="#ffffff" stroke-width="{3 * s:.1f}" '
+                   f'stroke-linejoin="round">' + "".join(labels) + "</g>")
         cy = height + 4 * s
         out.append(_text(14 * s, cy + 8 * s, f"the traced connection ({len(shown)}/{len(steps)} steps)", fs,
                          weight="bold", fill=TRACE_COLOR))
@@ -530,7 +601,10 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
         out.append(f'<rect x="{lx:.1f}" y="{ly - 10 * s:.1f}" width="{12 * s:.1f}" height="{12 * s:.1f}" rx="2" '
                    f'fill="{fill}" stroke="{stroke}"/>' + _text(lx + 16 * s, ly, f"pod {state}", fs * 0.85))
         lx += 110 * s
-    out.append(_text(lx, ly, "lines: slice endpoints (green ready, orange serving+terminating, grey/red not ready)",
-                     fs * 0.8, fill="#616161"))
+    for note in ("lines: slice endpoints (green ready, orange serving+terminating, grey/red not ready)",
+                 "lines: endpoints (green ready, orange terminating, grey not ready)"):
+        if lx + len(note) * fs * 0.8 * 0.5 <= width - 14 * s:      # only what fits on the line
+            out.append(_text(lx, ly, note, fs * 0.8, fill="#616161"))
+            break
     out.append("</svg>")
     return "".join(out)

@@ -7,6 +7,8 @@ import re
 import nbformat
 import pytest
 
+from tests.notebooks import after_run_all
+
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[2] / "notebooks"
 LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
 SECTIONS = ("**Goals**", "## Try it", "## Self-check", "## Summary", "## Next")
@@ -55,7 +57,16 @@ def test_executes_on_sim(path, tmp_path, monkeypatch):
     monkeypatch.setenv("LABSUPPORT_BACKEND", "sim")
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()
+    probe = nbformat.v4.new_code_cell(after_run_all.PROBE)
+    nb.cells.append(probe)
+    with client.setup_kernel():
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+    nb.cells.pop()
+    alive = after_run_all.probe_result(probe)
+    assert not alive["closed"], f"{path.name}: Run All closed the lab"
+    assert alive["open"] == alive["views"], f"{path.name}: after Run All a picture lost its controls: {alive}"
+    after_run_all.CHECKS.get(path.stem, lambda nb: None)(nb)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
     pictures = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs

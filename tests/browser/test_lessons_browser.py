@@ -1,0 +1,56 @@
+"""Every lesson in a real browser: Run All, then the live picture still scales, deletes a pod and sends a request,
+and redraws each time. Then the kernel shuts down and the lab with it."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from tests.browser.conftest import ARTIFACTS
+from tests.browser.notebook_page import (LIVE, button, control, open_notebook, run_all, shut_down_kernel,
+                                         wait_count)
+
+pytestmark = pytest.mark.browser
+
+LESSONS = sorted(p.name for p in (pathlib.Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+PODS = f"{LIVE} svg.cluster-graph g.pod"
+
+
+def first_pod_ip(page) -> str:
+    """The address of the first ready pod the live picture draws (its second line of text)."""
+    return page.locator(f"{PODS}.ready").first.locator("text").nth(1).text_content()
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda n: n[:2])
+def test_after_run_all_the_picture_scales_deletes_and_sends(page, jupyterlab, lesson):
+    open_notebook(page, jupyterlab, lesson)
+    errors = run_all(page)
+    assert not errors, f"{lesson}: cells failed: {errors}"
+    live = page.locator(LIVE)
+    assert live.count() == 1, f"{lesson}: {live.count()} live pictures after Run All (one is where you interact)"
+    live.scroll_into_view_if_needed()
+    assert page.locator(f"{LIVE} .labsupport-controls button").count() > 5, "the picture lost its controls"
+
+    # scale: the replica box shows the current count; one more replica appears in the picture
+    replicas = control(page, "replicas").locator("input")
+    before_pods = page.locator(PODS).count()
+    current = int(replicas.input_value())
+    replicas.fill(str(current + 1))
+    button(page, "scale").click()
+    wait_count(page, PODS, f"n === {before_pods + 1}")
+
+    # delete a pod: it turns terminating
+    terminating = page.locator(f"{PODS}.terminating").count()
+    button(page, "delete pod").click()
+    wait_count(page, f"{PODS}.terminating", f"n === {terminating + 1}")
+
+    # send a request to the lesson's Service (lesson 00 has none yet: to a pod's address): its path is drawn
+    names = [o.split("/", 1)[-1] for o in control(page, "service").locator("option").all_inner_texts()]
+    target = ("web" if "web" in names else names[0]) if names else first_pod_ip(page)
+    url = control(page, "url").locator("input")
+    url.fill(f"http://{target}")
+    url.press("Enter")
+    button(page, "send request").click()
+    wait_count(page, f"{LIVE} svg.cluster-graph g.trace-step", "n > 0")
+    page.screenshot(path=str(ARTIFACTS / f"browser-lesson-{lesson[:2]}.png"), full_page=False)
+    shut_down_kernel(page)
