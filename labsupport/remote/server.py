@@ -34,6 +34,8 @@ READING = frozenset({"get", "list", "now", "nslookup", "curl", "trace", "proxy_r
 WRITING = frozenset({"apply", "create", "delete", "scale"})
 #: Verbs only the grader's socket answers.
 GRADER_ONLY = frozenset({"copy", "served"})
+#: Seconds a copy waits for its grader, and for each of its requests, before it exits.
+COPY_WAIT = 300
 #: The kinds the picture draws as workloads.
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")
 
@@ -276,8 +278,10 @@ class LabServer:
             for sock in self.listeners:
                 sock.close()
             self.backend._apiserver = None
+            listener.settimeout(COPY_WAIT)
             conn, _ = listener.accept()
             listener.close()
+            conn.settimeout(COPY_WAIT)
             self.serve_connection(conn, student=False)
         finally:
             os._exit(0)
