@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 import types
 from typing import Any
 
@@ -50,7 +51,9 @@ def to_plain(value: Any, depth: int = 0) -> Any:
         return {"__module__": value.__name__}
     if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
         module = getattr(value, "__module__", "") or ""
-        return {"__object__": [module, getattr(value, "__qualname__", "")]}
+        if module.split(".")[0] == "labsupport" or module.split(".")[0] in sys.stdlib_module_names:
+            return {"__object__": [module, getattr(value, "__qualname__", "")]}
+        return {"__unsupported__": "a function" if callable(value) and not isinstance(value, type) else "a class"}
     return {"__unsupported__": type(value).__name__}
 
 

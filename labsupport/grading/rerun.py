@@ -43,7 +43,7 @@ class Outcome:
 
 
 def free_names(source: str) -> list[str]:
-    """The names a test cell reads but never binds itself (its answers), in order of first use."""
+    """The names a test cell reads but never binds itself (its answers)."""
     tree = ast.parse(source)
     bound: set[str] = set()
     loaded: list[str] = []
