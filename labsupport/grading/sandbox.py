@@ -13,9 +13,11 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 
 import labsupport
@@ -66,12 +68,47 @@ def problems() -> list[str]:
                               capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
         return [f"bubblewrap did not start: {e}"]
+    if proc.returncode == 0:
+        return process_limit_problems()
     if proc.returncode != 0:
         return [f"bubblewrap cannot create its namespaces here ({proc.stderr.strip() or proc.returncode}): allow "
                 "unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`, or on Ubuntu 24.04 "
                 "`sysctl kernel.apparmor_restrict_unprivileged_userns=0`), or in a container run it with "
                 "--privileged or a seccomp profile that allows unshare/clone of namespaces"]
     return []
+
+
+def pids_cgroup_parent() -> pathlib.Path | None:
+    """Where this process may make a pids cgroup (cgroup v1 `pids`, or v2 with pids enabled below it), if anywhere."""
+    try:
+        lines = pathlib.Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            base = pathlib.Path("/sys/fs/cgroup/pids") / path.lstrip("/")
+            if (base / "pids.max").exists() or base == pathlib.Path("/sys/fs/cgroup/pids"):
+                return base if os.access(base, os.W_OK) else None
+        if controllers == "":
+            base = pathlib.Path("/sys/fs/cgroup") / path.lstrip("/")
+            try:
+                enabled = (base / "cgroup.subtree_control").read_text().split()
+            except OSError:
+                continue
+            if "pids" in enabled and os.access(base, os.W_OK):
+                return base
+    return None
+
+
+def process_limit_problems() -> list[str]:
+    """Why the process limit cannot hold here: root's processes escape RLIMIT_NPROC, so root needs a pids cgroup."""
+    if os.geteuid() != 0 or pids_cgroup_parent() is not None:
+        return []
+    return ["grading runs as root, whose processes RLIMIT_NPROC does not count, and no writable pids cgroup was "
+            "found to limit them instead: grade as an ordinary user, or give this process a pids cgroup it may "
+            "write (cgroup v1 `pids` mounted at /sys/fs/cgroup/pids, or cgroup v2 with +pids in "
+            "cgroup.subtree_control of its cgroup)"]
 
 
 def require() -> None:
@@ -111,6 +148,12 @@ class Sandbox:
         shutil.copytree(submission, self.work, symlinks=True,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         self.run.mkdir(mode=0o700)
+        self.cgroup: pathlib.Path | None = None
+        parent = pids_cgroup_parent() if os.geteuid() == 0 else None
+        if parent is not None:
+            self.cgroup = parent / self.root.name
+            self.cgroup.mkdir()
+            (self.cgroup / "pids.max").write_text(str(self.limits.processes))
 
     def wrap(self, argv: list[str]) -> list[str]:
         """The command that runs `argv` confined: limits first, then bubblewrap."""
@@ -123,12 +166,29 @@ class Sandbox:
                  "--bind", str(self.work), str(self.work),
                  "--bind", str(self.run), str(self.run),
                  "--chdir", str(self.work), "--setenv", "HOME", "/tmp", "--"]
+        cgroup = ["--cgroup", str(self.cgroup)] if self.cgroup is not None else []
         return [sys.executable, "-I", str(CONFINE), "--memory", str(limits.memory),
                 "--processes", str(limits.processes), "--files", str(limits.files),
-                "--file-size", str(limits.file_size), "--", *bwrap, *argv]
+                "--file-size", str(limits.file_size), *cgroup, "--", *bwrap, *argv]
 
     def close(self) -> None:
-        """Remove the scratch folders."""
+        """Kill whatever still runs in the sandbox's cgroup, remove it and the scratch folders."""
+        if self.cgroup is not None and self.cgroup.exists():
+            for _ in range(50):
+                try:
+                    pids = [int(p) for p in (self.cgroup / "cgroup.procs").read_text().split()]
+                except OSError:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                try:
+                    self.cgroup.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
