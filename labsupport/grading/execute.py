@@ -22,7 +22,7 @@ from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import ensure_async, run_sync
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode
@@ -243,6 +243,10 @@ class GradedExecute(Execute):
                 cell, resources = super().preprocess_cell(cell, resources, index)
             except DeadKernelError:
                 self._dead = self._dead or "the kernel stopped (it crashed or was killed)"
+            except CellTimeoutError as e:     # no reply even after the interrupt
+                cell.setdefault("outputs", []).append(NotebookNode(
+                    output_type="error", ename="CellTimeoutError", evalue=str(e).splitlines()[0],
+                    traceback=[f"CellTimeoutError: {str(e).splitlines()[0]}"]))
             if not self._dead and any(o.get("output_type") == "error" and o.get("ename") == "CellTimeoutError"
                                       for o in cell.get("outputs", [])):
                 if not self.responsive(self.kill_after):
