@@ -225,14 +225,20 @@ class GradedExecute(Execute):
     # --- cells ---------------------------------------------------------------------------------------------
     def output(self, outs, msg, display_id, cell_index):
         """Keep at most `max_output` characters of one cell's output; say where it was cut."""
-        size = sum(len(str(o.get("text", ""))) + len(str(o.get("data", ""))) for o in outs)
-        if size > self.max_output:
-            if cell_index not in self._cut:
-                self._cut.add(cell_index)
-                outs.append(NotebookNode(output_type="stream", name="stdout",
-                                         text=f"\n[output cut: more than {self.max_output} characters]\n"))
+        if cell_index in self._cut:
             return None
-        return super().output(outs, msg, display_id, cell_index)
+        out = super().output(outs, msg, display_id, cell_index)
+        size = sum(len(str(o.get("text", ""))) + len(str(o.get("data", ""))) for o in outs)
+        if size > self.max_output and outs:
+            self._cut.add(cell_index)
+            last = outs[-1]
+            if isinstance(last.get("text"), str):
+                last["text"] = last["text"][:max(0, len(last["text"]) - (size - self.max_output))]
+            else:
+                outs.pop()
+            outs.append(NotebookNode(output_type="stream", name="stdout",
+                                     text=f"\n[output cut: more than {self.max_output} characters]\n"))
+        return out
 
     def preprocess_cell(self, cell, resources, index):
         """Run a cell in the kernel; for a test cell, replace its verdict by the grader's."""

@@ -59,7 +59,7 @@ for name in dir(c):
     if callable(getattr(c, name)) and not name.startswith("_"):
         setattr(c, name, lambda *a, **k: {"conditions": {"serving": True, "ready": False, "terminating": True}})
 checks = c
-addresses, captured, victim_ip, settle_seconds = [], [], "", 30.0
+addresses, captured, victim_ip = [], [], ""
 ''',
     "replace-lab": '''
 import labsupport
@@ -75,7 +75,6 @@ builtins.len = lambda x: 3
 builtins.isinstance = lambda *a: True
 builtins.sorted = lambda x, **k: []
 builtins.AssertionError = type("Quiet", (Exception,), {})
-settle_seconds = 30.0
 ''',
     # Read the instructor's notebook (solutions, hidden tests) from disk and run its solutions.
     "read-source": SOLVE_ALL,
@@ -193,7 +192,7 @@ for host, port in (("127.0.0.1", {port}), ("{lan}", {port}), ("1.1.1.1", 53)):
     "forged-answers": '''
 import json, labsupport.grading.answers as answers
 answers.dump = lambda names, ns: json.dumps({
-    "addresses": ["10.244.1.2", "10.244.2.2", "10.244.3.2"], "victim_ip": "10.244.1.2", "settle_seconds": 30.0,
+    "addresses": ["10.244.1.2", "10.244.2.2", "10.244.3.2"], "victim_ip": "10.244.1.2",
     "captured": [{"__dict__": {"kind": {"__dict__": {}}}}]})
 ''',
 }
