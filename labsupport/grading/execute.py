@@ -11,7 +11,9 @@ outlives its whole limit, is killed, and the tests still to come are graded on w
 """
 from __future__ import annotations
 
+import ast
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -93,7 +95,6 @@ class LabServerProcess:
 
     def stop(self) -> None:
         """Stop the server (and its copies) and remove its sockets."""
-        import shutil
         try:
             if self.process.stdin:
                 self.process.stdin.close()
@@ -139,7 +140,6 @@ class GradedExecute(Execute):
         try:
             self._server = LabServerProcess(os.path.join(socket_dir, "lab.sock"), seed=self.seed,
                                             proxy_mode=self.proxy_mode)
-            self._started = time.monotonic()
             return super().preprocess(nb, resources, km)
         finally:
             if self._watchdog is not None:
@@ -149,7 +149,6 @@ class GradedExecute(Execute):
             if self._sandbox is not None:
                 self._sandbox.close()
             if self._scratch is not None:
-                import shutil
                 shutil.rmtree(self._scratch, ignore_errors=True)
 
     def create_kernel_manager(self):
@@ -211,7 +210,6 @@ class GradedExecute(Execute):
             text = (result.get("data") or {}).get("text/plain")
             if result.get("status") != "ok" or not isinstance(text, str):
                 return None
-            import ast
             try:
                 value = ast.literal_eval(text)
             except (ValueError, SyntaxError):

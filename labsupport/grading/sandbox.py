@@ -63,19 +63,18 @@ def problems() -> list[str]:
         return ["bubblewrap is not installed: `apt-get install bubblewrap` (Debian/Ubuntu) or "
                 "`dnf install bubblewrap`"]
     try:
-        proc = subprocess.run([bwrap, *system_binds(), "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+        proc = subprocess.run([bwrap, *system_binds(), "--unshare-all", "--unshare-user",
+                               "--uid", "65534", "--gid", "65534",
                                "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev", "--", "true"],
                               capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
         return [f"bubblewrap did not start: {e}"]
-    if proc.returncode == 0:
-        return process_limit_problems()
     if proc.returncode != 0:
         return [f"bubblewrap cannot create its namespaces here ({proc.stderr.strip() or proc.returncode}): allow "
                 "unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`, or on Ubuntu 24.04 "
                 "`sysctl kernel.apparmor_restrict_unprivileged_userns=0`), or in a container run it with "
                 "--privileged or a seccomp profile that allows unshare/clone of namespaces"]
-    return []
+    return process_limit_problems()
 
 
 def pids_cgroup_parent() -> pathlib.Path | None:

@@ -25,11 +25,11 @@ from labsupport.errors import BadRequest, LabError, NotFound
 from labsupport.remote import role, wire
 from labsupport.results import ClusterSnapshot, ProxyStatus
 
-#: Verbs anyone connected may call, with no write to check.
-READING = frozenset({"get", "list", "now", "nslookup", "curl", "trace", "proxy_rules", "conntrack", "proxy_mode",
-                     "logs", "summary_html", "client_ip", "snapshot", "sync_proxies", "advance", "wait_step",
-                     "connect", "connection_request", "connection_close", "connection_state", "exec", "hello", "set_proxy_mode",
-                     "stop_kube_proxy", "start_kube_proxy", "kubectl"})
+#: Verbs anyone connected may call: they write no object the student role would have to check.
+VERBS = frozenset({"get", "list", "now", "nslookup", "curl", "trace", "proxy_rules", "conntrack", "proxy_mode",
+                   "logs", "summary_html", "client_ip", "snapshot", "sync_proxies", "advance", "wait_step",
+                   "connect", "connection_request", "connection_close", "connection_state", "exec", "hello",
+                   "set_proxy_mode", "stop_kube_proxy", "start_kube_proxy", "kubectl"})
 #: Verbs that change objects: checked against the student role on the student socket.
 WRITING = frozenset({"apply", "create", "delete", "scale"})
 #: Verbs only the grader's socket answers.
@@ -99,7 +99,7 @@ class LabServer:
         try:
             args = wire.decode(message.get("args") or [])
             kwargs = wire.decode(message.get("kwargs") or {})
-            allowed = READING | WRITING | (set() if student else GRADER_ONLY)
+            allowed = VERBS | WRITING | (set() if student else GRADER_ONLY)
             if method not in allowed:
                 raise BadRequest(f"the lab server has no verb {method!r}" if method not in GRADER_ONLY else
                                  f'{role.STUDENT} cannot call "{method}": it belongs to the grader')
