@@ -2,8 +2,8 @@
 
 Only JSON-like values travel (None, booleans, numbers, strings, lists, tuples, sets, dicts with string keys), plus
 the lab's own results (by content, checked by the grader against what the lab server served), open keep-alive
-connections (by their id on the server) and modules, classes and functions of the standard library or labsupport
-(by name, imported afresh by the grader). Anything else arrives as "unsupported" and fails the test that uses it.
+connections (by their id on the server) and modules and classes of the standard library or labsupport (by name,
+imported afresh by the grader). Anything else arrives as "unsupported" and fails the test that uses it.
 """
 from __future__ import annotations
 
@@ -49,11 +49,13 @@ def to_plain(value: Any, depth: int = 0) -> Any:
         return {"__connection__": value.key}
     if isinstance(value, types.ModuleType):
         return {"__module__": value.__name__}
-    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
+    if isinstance(value, type):
         module = getattr(value, "__module__", "") or ""
         if module.split(".")[0] == "labsupport" or module.split(".")[0] in sys.stdlib_module_names:
-            return {"__object__": [module, getattr(value, "__qualname__", "")]}
-        return {"__unsupported__": "a function" if callable(value) and not isinstance(value, type) else "a class"}
+            return {"__object__": [module, value.__qualname__]}
+        return {"__unsupported__": "a class"}
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        return {"__unsupported__": "a function"}
     return {"__unsupported__": type(value).__name__}
 
 

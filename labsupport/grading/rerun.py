@@ -99,8 +99,10 @@ def from_plain(value: Any, backend: RemoteBackend, name: str) -> Any:
     if tag == "__object__" and isinstance(inner, list) and len(inner) == 2 and _importable(str(inner[0])):
         target: Any = importlib.import_module(inner[0])
         for part in str(inner[1]).split("."):
-            target = getattr(target, part)
-        return target
+            target = getattr(target, part, None)
+        if isinstance(target, type):
+            return target
+        raise AnswerError(f"{name}: only classes of labsupport or the standard library travel by name")
     if tag == "__missing__":
         raise AnswerError(f"name '{name}' is not defined: run the cell that sets it before this test")
     if tag == "__unsupported__":
@@ -110,9 +112,9 @@ def from_plain(value: Any, backend: RemoteBackend, name: str) -> Any:
 
 
 def is_api_object(value: Any) -> bool:
-    """Whether a dict is a Kubernetes object as a server returns it (kind, name, uid, resourceVersion)."""
-    meta = value.get("metadata") if isinstance(value, dict) else None
-    return isinstance(meta, dict) and "kind" in value and "uid" in meta and "resourceVersion" in meta
+    """Whether a dict stands for a Kubernetes object (it has metadata, a kind or an apiVersion): such an answer must
+    be one the cluster served, exactly."""
+    return isinstance(value, dict) and any(key in value for key in ("metadata", "kind", "apiVersion"))
 
 
 def check_served(name: str, value: Any, grader: RemoteBackend) -> None:
@@ -120,8 +122,9 @@ def check_served(name: str, value: Any, grader: RemoteBackend) -> None:
     from labsupport.results import CurlResult, NslookupAnswer, Trace
     if is_api_object(value) or isinstance(value, (CurlResult, NslookupAnswer, Trace)):
         if not grader.call("served", value):
-            what = (f'{value["kind"]} "{value["metadata"].get("name", "")}"' if isinstance(value, dict)
-                    else type(value).__name__)
+            meta = value.get("metadata") if isinstance(value, dict) else None
+            what = (f'{value.get("kind", "object")} "{meta.get("name", "") if isinstance(meta, dict) else ""}"'
+                    if isinstance(value, dict) else type(value).__name__)
             raise AnswerError(f"{name}: the {what} is not what the cluster returned (its name, uid, "
                               "resourceVersion and content must be those of an object the cluster served): "
                               "keep what lab.get / lab.curl / lab.nslookup returned, unchanged")

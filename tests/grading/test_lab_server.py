@@ -11,6 +11,7 @@ import pytest
 from labsupport import Lab, checks
 from labsupport.errors import LabError, NotFound
 from labsupport.grading import answers, rerun
+from labsupport.backend import Backend
 from labsupport.remote import SOCKET_ENV
 from labsupport.remote.client import RemoteBackend
 from labsupport.remote.role import Forbidden
@@ -152,8 +153,19 @@ def test_answers_travel_as_plain_data_only(lab, server, tmp_path):
     forged = answers.dump(["result"], {"result": CurlResult("http://web/", "client", status=200, body="x")})
     with pytest.raises(rerun.AnswerError, match="not what the cluster returned"):
         rerun.load_answers(forged, ["result"], copy, grader)
+    hand_made = answers.dump(["captured"], {"captured": [{"metadata": {"name": namespace["slices"][0]["metadata"]
+                                                                       ["name"]}, "endpoints": []}]})
+    with pytest.raises(rerun.AnswerError, match='captured: the object ".*" is not what the cluster returned'):
+        rerun.load_answers(hand_made, ["captured"], copy, grader)
+    renamed = answers.dump(["runner"], {"runner": os.system})
+    with pytest.raises(rerun.AnswerError, match="runner holds a function"):
+        rerun.load_answers(renamed, ["runner"], copy, grader)
     copy.close()
     grader.close()
+
+
+def test_the_client_is_a_backend(lab):
+    assert isinstance(lab.backend, Backend)
 
 
 def test_free_names_are_the_answers_a_test_reads():
