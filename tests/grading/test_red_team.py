@@ -19,6 +19,7 @@ from tests.grading.course import Course, cell_by_id
 pytestmark = pytest.mark.slow
 
 ASSIGNMENT = "01-endpointslices"
+NOTEBOOK_TIMEOUT = 60                 # seconds a whole notebook may run here (the cells' limit is 20 s)
 FIRST = "deploy"                      # the first solution cell of assignment 1
 
 SOLVE_ALL = '''
@@ -235,6 +236,7 @@ def course(tmp_path_factory, listener) -> Course:
     require(problems(), "sandboxed grading")
     port, _ = listener
     course = Course(tmp_path_factory.mktemp("red-team"))
+    course.env["LABSUPPORT_NOTEBOOK_TIMEOUT"] = str(NOTEBOOK_TIMEOUT)
     course.nbgrader("generate_assignment", ASSIGNMENT, "--force")
     course.submit(ASSIGNMENT, "solution", course.solved(ASSIGNMENT))
     course.submit(ASSIGNMENT, "blank", course.release(ASSIGNMENT))
@@ -254,6 +256,11 @@ for ep in captured[0]["endpoints"]:
     late = course.solved(ASSIGNMENT)       # honest work, then an endless loop nothing can interrupt
     cell_by_id(late, "settle")["source"] = ATTACKS["sigint-immune-loop"]
     course.submit(ASSIGNMENT, "late-loop", late)
+    slow = course.release(ASSIGNMENT)      # every cell just inside its limit: the notebook's own limit ends it
+    for cell in slow["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution") and cell["cell_type"] == "code":
+            cell["source"] = "import time\ntime.sleep(19)"
+    course.submit(ASSIGNMENT, "attack-slow-cells", slow)
     course.nbgrader("autograde", ASSIGNMENT, "--force")
     return course
 
@@ -274,7 +281,7 @@ def test_honest_submissions_keep_their_marks(course):
     assert course.auto_total(ASSIGNMENT, "blank")[0] == 0
 
 
-@pytest.mark.parametrize("attack", sorted(ATTACKS))
+@pytest.mark.parametrize("attack", sorted([*ATTACKS, "slow-cells"]))
 def test_attack_earns_no_more_than_the_blank_notebook(course, attack):
     student = f"attack-{attack}"
     assert (course.root / "autograded" / student / ASSIGNMENT).exists(), f"{student} was not graded"
@@ -324,3 +331,9 @@ def test_objects_not_served_by_the_cluster_fail(course):
     assert marks["deploy-test"].auto == marks["deploy-test"].max
     assert marks["terminate-test"].auto == 0 and marks["terminate-name-test"].auto == 0
     assert "is not what the cluster returned" in course.errors(ASSIGNMENT, "forged-capture", "terminate-test")
+
+
+def test_a_notebook_that_outlives_its_limit_is_stopped(course):
+    text = outputs_text(course, "attack-slow-cells")
+    assert f"the notebook ran longer than {NOTEBOOK_TIMEOUT} s" in text
+    assert course.auto_total(ASSIGNMENT, "solution")[0] == course.auto_total(ASSIGNMENT, "solution")[1]
