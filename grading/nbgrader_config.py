@@ -3,6 +3,8 @@
 Autograding must give the same marks on every run and machine: every notebook's locked setup cell builds
 `Lab(backend=os.environ.get("LABSUPPORT_BACKEND", "sim"), seed=0)`, and the kernels nbgrader starts to grade
 get LABSUPPORT_BACKEND=sim whatever the environment says (the students' own kernels are not touched).
+While autograding, the kernel runs in a bubblewrap sandbox, the cluster lives in a lab server outside it, and the
+marks come from the grader's own run of each test cell (labsupport.grading; grading/README.md has the threat model).
 """
 import os
 

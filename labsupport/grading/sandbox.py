@@ -60,8 +60,8 @@ def problems() -> list[str]:
     """What stops the sandbox from running here (empty: it runs)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
-        return ["bubblewrap is not installed: `apt-get install bubblewrap` (Debian/Ubuntu) or "
-                "`dnf install bubblewrap`"]
+        return ["bubblewrap (not installed: `apt-get install bubblewrap` on Debian/Ubuntu, "
+                "`dnf install bubblewrap` on Fedora)"]
     try:
         proc = subprocess.run([bwrap, *system_binds(), "--unshare-all", "--unshare-user",
                                "--uid", "65534", "--gid", "65534",
@@ -114,7 +114,8 @@ def require() -> None:
     """Refuse to grade when the sandbox cannot run, saying why and how to fix it (or how to opt out)."""
     found = problems()
     if found:
-        raise SandboxUnavailable("grading refuses to run student code outside its sandbox: " + "; ".join(found)
+        raise SandboxUnavailable("grading refuses to run student code outside its sandbox, which needs "
+                                 + "; ".join(found)
                                  + f". To grade your own test notebooks without it, set {OPT_OUT_ENV}=off "
                                  "(never for students' work: see grading/README.md)")
 

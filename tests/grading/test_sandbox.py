@@ -97,6 +97,6 @@ def test_code_in_the_sandbox_sees_and_reaches_only_its_own(sandbox, tmp_path):
 
 def test_grading_refuses_without_bubblewrap(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    with pytest.raises(SandboxUnavailable, match="bubblewrap is not installed: `apt-get install bubblewrap`.*"
+    with pytest.raises(SandboxUnavailable, match=r"sandbox, which needs bubblewrap \(not installed: `apt-get install bubblewrap`.*"
                                                  "LABSUPPORT_GRADING_SANDBOX=off"):
         require_sandbox()
