@@ -1,9 +1,11 @@
-"""Benchmark of autograding: 20 submissions graded in one `nbgrader autograde` batch, seconds per submission.
+"""Benchmark of autograding: the same submissions graded sandboxed and in-kernel, seconds per submission.
 
-Run: .venv/bin/python bench/bench_grading.py [--submissions 20] [--assignment 05-troubleshooting]
-Target (2-core machine): ≤ 15 s per submission. The submissions are the reference solutions of every assignment
-in turn (so the batch mixes light and heavy notebooks), graded through nbgrader's own command line in a temporary
-copy of the course.
+Run: .venv/bin/python bench/bench_grading.py [--submissions 20] [--assignment 05-troubleshooting] [--quick]
+Targets (2-core machine): sandboxed ≤ 15 s per submission and ≤ 2× in-kernel. The submissions are the reference
+solutions of every assignment in turn (so a batch mixes light and heavy notebooks), graded through nbgrader's own
+command line in two temporary copies of the course: one with the course's configuration (kernel in the sandbox,
+cluster in a lab server, marks from the grader's re-run), one with nbgrader's plain Execute step (the kernel grades
+itself, as before the sandbox). Both are measured in this one run, one after the other.
 """
 from __future__ import annotations
 
@@ -19,6 +21,43 @@ from grading.build_source import ASSIGNMENTS  # noqa: E402
 from tests.grading.course import Course  # noqa: E402
 
 TARGET_SECONDS = 15.0
+TARGET_RATIO = 2.0
+# Appended to the in-kernel copy's config: nbgrader's own autograde steps, no lab server, no sandbox.
+IN_KERNEL = """
+from nbgrader.preprocessors import Execute
+c.Autograde.autograde_preprocessors = [Execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+"""
+
+
+def grade(root: pathlib.Path, assignments: list[str], submissions: int, in_kernel: bool) -> float:
+    """Autograde the submissions in a fresh course copy; print each batch; returns seconds per submission."""
+    course = Course(root, cell_timeout=60)
+    if in_kernel:
+        with open(root / "nbgrader_config.py", "a") as config:
+            config.write(IN_KERNEL)
+    for assignment in assignments:
+        course.nbgrader("generate_assignment", assignment, "--force")
+    per_assignment = {a: 0 for a in assignments}
+    for i in range(submissions):
+        assignment = assignments[i % len(assignments)]
+        course.submit(assignment, f"student{i:03d}", course.solved(assignment))
+        per_assignment[assignment] += 1
+    total = 0.0
+    mode = "in-kernel" if in_kernel else "sandboxed"
+    for assignment, count in per_assignment.items():
+        if not count:
+            continue
+        start = time.perf_counter()
+        course.nbgrader("autograde", assignment, "--force")
+        seconds = time.perf_counter() - start
+        total += seconds
+        full = sum(course.auto_total(assignment, f"student{i:03d}")[0] ==
+                   course.auto_total(assignment, f"student{i:03d}")[1]
+                   for i in range(submissions) if assignments[i % len(assignments)] == assignment)
+        print(f"{mode:10s} {assignment:24s} {count:3d} submissions  {seconds:7.1f} s  {seconds / count:5.1f} s each  "
+              f"{full}/{count} full marks", flush=True)
+    return total / submissions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,35 +66,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--submissions", type=int, default=20, help="how many submissions in all (default 20)")
     parser.add_argument("--assignment", action="append", choices=ASSIGNMENTS,
                         help="grade only this assignment (repeatable; default: all, in turn)")
+    parser.add_argument("--quick", action="store_true", help="6 submissions (what `make bench` runs)")
     args = parser.parse_args(argv)
+    submissions = 6 if args.quick else args.submissions
     assignments = args.assignment or list(ASSIGNMENTS)
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as tmp:
-        course = Course(pathlib.Path(tmp) / "course", cell_timeout=60)
-        for assignment in assignments:
-            course.nbgrader("generate_assignment", assignment, "--force")
-        per_assignment = {a: 0 for a in assignments}
-        for i in range(args.submissions):
-            assignment = assignments[i % len(assignments)]
-            course.submit(assignment, f"student{i:03d}", course.solved(assignment))
-            per_assignment[assignment] += 1
-        total = 0.0
-        for assignment, count in per_assignment.items():
-            if not count:
-                continue
-            start = time.perf_counter()
-            course.nbgrader("autograde", assignment, "--force")
-            seconds = time.perf_counter() - start
-            total += seconds
-            full = sum(course.auto_total(assignment, f"student{i:03d}")[0] ==
-                       course.auto_total(assignment, f"student{i:03d}")[1]
-                       for i in range(args.submissions) if assignments[i % len(assignments)] == assignment)
-            print(f"{assignment:24s} {count:3d} submissions  {seconds:7.1f} s  {seconds / count:5.1f} s each  "
-                  f"{full}/{count} full marks")
-        each = total / args.submissions
-        verdict = "ok" if each <= TARGET_SECONDS else "SLOW"
-        print(f"total: {args.submissions} submissions in {total:.1f} s = {each:.1f} s per submission "
-              f"(target ≤ {TARGET_SECONDS:g} s): {verdict}")
-        return 0 if each <= TARGET_SECONDS else 1
+        plain = grade(pathlib.Path(tmp) / "in-kernel", assignments, submissions, in_kernel=True)
+        boxed = grade(pathlib.Path(tmp) / "sandboxed", assignments, submissions, in_kernel=False)
+    ratio = boxed / plain
+    ok = boxed <= TARGET_SECONDS and ratio <= TARGET_RATIO
+    print(f"in-kernel: {plain:.1f} s per submission; sandboxed: {boxed:.1f} s per submission "
+          f"({ratio:.2f}x; targets ≤ {TARGET_SECONDS:g} s and ≤ {TARGET_RATIO:g}x): {'ok' if ok else 'SLOW'}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

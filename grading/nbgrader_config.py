@@ -3,12 +3,16 @@
 Autograding must give the same marks on every run and machine: every notebook's locked setup cell builds
 `Lab(backend=os.environ.get("LABSUPPORT_BACKEND", "sim"), seed=0)`, and the kernels nbgrader starts to grade
 get LABSUPPORT_BACKEND=sim whatever the environment says (the students' own kernels are not touched).
+While autograding, the kernel runs in a bubblewrap sandbox, the cluster lives in a lab server outside it, and the
+marks come from the grader's own run of each test cell (labsupport.grading; grading/README.md has the threat model).
 """
 import os
 
-from jupyter_client.manager import AsyncKernelManager
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades, NbGraderPreprocessor
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, GetGrades,
+                                    IgnorePattern, LimitOutput, NbGraderPreprocessor, SaveAutoGrades)
+
+from labsupport.grading.execute import GradedExecute, SandboxedKernelManager
 
 COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
 
@@ -17,8 +21,9 @@ PINNED_ENV = {"LABSUPPORT_BACKEND": "sim"}
 DROPPED_ENV = ("LABSUPPORT_PROXY_MODE", "KUBECONFIG")
 
 
-class GradingKernelManager(AsyncKernelManager):
-    """Starts grading kernels on the embedded `sim` cluster, whatever backend the grader's shell selects."""
+class GradingKernelManager(SandboxedKernelManager):
+    """Starts grading kernels on the embedded `sim` cluster, whatever backend the grader's shell selects; while
+    autograding, in the sandbox, with `Lab()` a client of the grader's lab server."""
 
     async def start_kernel(self, **kw):
         env = dict(kw.get("env") or os.environ)
@@ -62,6 +67,16 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 
 # Execution while autograding (and validating).
 c.Execute.kernel_manager_class = GradingKernelManager
+# Autograding: the kernel in a bubblewrap sandbox, the cluster in a lab server outside it (seed 0, iptables), each
+# test cell run again by the grader on a copy of that cluster with the student's answers as plain data; the
+# grader's run decides the marks. Where bubblewrap cannot run, autograde refuses and says why;
+# LABSUPPORT_GRADING_SANDBOX=off grades without the sandbox (an instructor's own tests only: grading/README.md).
+c.Autograde.autograde_preprocessors = [GradedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+c.GradedExecute.seed = 0
+c.GradedExecute.proxy_mode = "iptables"
+# A whole notebook may run this long (a kernel still running then is killed, and the rest graded on what ran).
+c.GradedExecute.notebook_timeout = int(os.environ.get("LABSUPPORT_NOTEBOOK_TIMEOUT", str(CELL_TIMEOUT * 30)))
 # Seconds a cell may run. Reference cells run in under 3 s on sim (a busy machine may be ten times slower); a
 # cell stuck in a loop is interrupted after its limit, the notebook goes on to the next cell, and the batch goes
 # on to the next student.

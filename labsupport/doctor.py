@@ -21,6 +21,10 @@ def report() -> tuple[str, bool]:
             lines.extend(f"           - {p}" for p in problems)
         else:
             lines.append(f"  {backend:<6} ready")
+    from labsupport.grading.sandbox import problems as sandbox_problems
+    grading = sandbox_problems()
+    lines.append("  grading sandbox (bubblewrap) " + ("ready" if not grading else "cannot run here:"))
+    lines.extend(f"           - {p}" for p in grading)
     from labsupport.kind.preflight import notes
     for note in notes():
         lines.append(f"  note: {note}")

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from labsupport.grading.sandbox import problems
+from labsupport.testing import require
 from tests.grading.course import Course, cell_by_id, notebook_name, source_text
 
 pytestmark = pytest.mark.slow
@@ -140,7 +142,8 @@ def submit_variants(course: Course, assignment: str) -> None:
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Course:
     """One course for the module: every assignment generated, five submissions each, autograded in one batch
-    (`nbgrader autograde "*"`), feedback generated."""
+    (`nbgrader autograde "*"`), feedback generated. Autograding runs sandboxed, so it needs bubblewrap."""
+    require(problems(), "sandboxed grading")
     course = Course(tmp_path_factory.mktemp("course"))
     course.nbgrader("generate_assignment", "*", "--force")
     for assignment in PLANS:

@@ -166,8 +166,9 @@ def _backend_classes():
     from labsupport.kind.client import KubeBackend
     from labsupport.kind.cluster import KindBackend
     from labsupport.netns.backend import NetnsBackend
+    from labsupport.remote.client import RemoteBackend
     from labsupport.sim.backend import EmbeddedBackend
-    return [EmbeddedBackend, NetnsBackend, KubeBackend, KindBackend]
+    return [EmbeddedBackend, NetnsBackend, KubeBackend, KindBackend, RemoteBackend]
 
 
 @pytest.mark.parametrize("cls", _backend_classes(), ids=lambda c: c.__name__)

@@ -1,0 +1,287 @@
+"""nbgrader's Execute step, made so that the marks are decided where the student's code cannot reach.
+
+For each notebook: a lab server (the graded `sim` cluster) starts outside the sandbox; the kernel starts inside it
+(`SandboxedKernelManager`) with `Lab()` pointed at the server's student socket. Before each graded test cell the
+grader takes a private copy of the cluster; the cell runs in the kernel (the student sees its messages); then the
+grader fetches the answers the test reads as plain data and runs the same test source itself
+(`labsupport.grading.rerun`). The cell's outputs become that run's: its score is the grader's verdict.
+
+A cell that outlives its time limit is interrupted; a kernel that ignores the interrupt, or a notebook that
+outlives its whole limit, is killed, and the tests still to come are graded on what the cluster holds.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_core.utils import ensure_async, run_sync
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Bool, Integer, Unicode
+
+from labsupport.errors import LabError
+from labsupport.grading import answers, rerun
+from labsupport.grading.sandbox import Sandbox, opted_out, require
+from labsupport.remote import SOCKET_ENV
+from labsupport.remote.client import RemoteBackend
+
+#: Environment variables a sandboxed kernel keeps from the grader's (after the grading config's pinning).
+KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "LABSUPPORT_BACKEND", "PYDEVD_DISABLE_FILE_VALIDATION")
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """Starts the kernel inside a `Sandbox` (when one is set), talking over `ipc` sockets in its run folder."""
+
+    sandbox: Sandbox | None = None
+    lab_socket: str | None = None
+    kernel_pid: int | None = None
+
+    async def start_kernel(self, **kw: Any) -> None:
+        """Start the kernel confined, with a small environment and the lab server's socket."""
+        env = dict(kw.get("env") or os.environ)
+        if self.lab_socket:
+            env[SOCKET_ENV] = self.lab_socket
+        if self.sandbox is not None:
+            self.transport = "ipc"
+            self.ip = str(self.sandbox.run / "kernel")
+            self.connection_file = str(self.sandbox.run / "kernel.json")
+            self.kernel_spec.interrupt_mode = "message"     # signals do not cross the sandbox's session
+            env = {k: v for k, v in env.items() if k in KEPT_ENV or k == SOCKET_ENV}
+            env.update(HOME="/tmp", IPYTHONDIR="/tmp/.ipython", JUPYTER_RUNTIME_DIR="/tmp/.jupyter",
+                       MPLCONFIGDIR="/tmp/.matplotlib", PYTHONDONTWRITEBYTECODE="1")
+            kw["cwd"] = str(self.sandbox.work)
+        kw["env"] = env
+        await super().start_kernel(**kw)
+        self.kernel_pid = getattr(self.provisioner, "pid", None)
+
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        """The kernel's command, wrapped by the sandbox."""
+        cmd = super().format_kernel_cmd(extra_arguments)
+        return self.sandbox.wrap(cmd) if self.sandbox is not None else cmd
+
+
+class LabServerProcess:
+    """A lab server for one submission, in its own process; it ends when its stdin closes."""
+
+    def __init__(self, student_socket: str, *, seed: int, proxy_mode: str):
+        self.private = tempfile.mkdtemp(prefix="labsupport-grader-")
+        os.chmod(self.private, 0o700)
+        self.grader_socket = os.path.join(self.private, "grader.sock")
+        self.student_socket = student_socket
+        self.copies = 0
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "labsupport.remote.server", "--student", student_socket,
+             "--grader", self.grader_socket, "--seed", str(seed), "--proxy-mode", proxy_mode],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        if (self.process.stdout.readline() or "").strip() != "ready":
+            self.stop()
+            raise LabError("the lab server did not start: see the messages above")
+        self.grader = RemoteBackend(self.grader_socket, hello=False)
+
+    def copy(self) -> str:
+        """A forked private copy of the cluster; returns the socket it serves one connection on."""
+        self.copies += 1
+        return self.grader.call("copy", os.path.join(self.private, f"copy-{self.copies}.sock"))
+
+    def stop(self) -> None:
+        """Stop the server (and its copies) and remove its sockets."""
+        try:
+            if self.process.stdin:
+                self.process.stdin.close()
+            self.process.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.private, ignore_errors=True)
+
+
+def is_test_cell(cell: NotebookNode) -> bool:
+    """A graded code cell that is not the student's (nbgrader's autograded tests)."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+class GradedExecute(Execute):
+    """nbgrader's Execute, with a sandboxed kernel, the cluster in a lab server, and marks from the grader."""
+
+    notebook_timeout = Integer(1800, help="Seconds a whole notebook may run before its kernel is killed.").tag(
+        config=True)
+    kill_after = Integer(10, help="Seconds an interrupted cell has to stop before its kernel is killed.").tag(
+        config=True)
+    max_output = Integer(200_000, help="Characters of output one cell keeps; the rest is cut.").tag(config=True)
+    seed = Integer(0, help="The graded cluster's seed.").tag(config=True)
+    proxy_mode = Unicode("iptables", help="The graded cluster's kube-proxy mode at start.").tag(config=True)
+    sandboxed = Bool(True, help="Run kernels in the sandbox (LABSUPPORT_GRADING_SANDBOX=off turns it off).").tag(
+        config=True)
+
+    def preprocess(self, nb: NotebookNode, resources: Any = None, km: Any = None):
+        """Execute one notebook: server up, sandbox up, every cell, the grader's verdict on every test."""
+        sandboxed = self.sandboxed and not opted_out()
+        if sandboxed:
+            require()
+        path = (resources or {}).get("metadata", {}).get("path") or os.getcwd()
+        self._sandbox = Sandbox(path) if sandboxed else None
+        self._scratch = None if sandboxed else tempfile.mkdtemp(prefix="labsupport-grader-")
+        socket_dir = str(self._sandbox.run) if sandboxed else self._scratch
+        self._dead = ""
+        self._cut: set[int] = set()
+        self._server = None
+        self._watchdog = None
+        try:
+            self._server = LabServerProcess(os.path.join(socket_dir, "lab.sock"), seed=self.seed,
+                                            proxy_mode=self.proxy_mode)
+            return super().preprocess(nb, resources, km)
+        finally:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+            if self._server is not None:
+                self._server.stop()
+            if self._sandbox is not None:
+                self._sandbox.close()
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def create_kernel_manager(self):
+        """The kernel manager, told about this notebook's sandbox and lab server."""
+        km = super().create_kernel_manager()
+        if not isinstance(km, SandboxedKernelManager):
+            raise LabError(f"c.Execute.kernel_manager_class must be a SandboxedKernelManager, not "
+                           f"{type(km).__name__} (see grading/nbgrader_config.py)")
+        km.sandbox = self._sandbox
+        km.lab_socket = self._server.student_socket
+        self._watchdog = threading.Timer(self.notebook_timeout, self._kill,
+                                         args=(f"the notebook ran longer than {self.notebook_timeout} s",))
+        self._watchdog.daemon = True
+        self._watchdog.start()
+        return km
+
+    # --- the kernel's end ----------------------------------------------------------------------------------
+    def _kill(self, why: str) -> None:
+        """Kill the kernel and everything in its sandbox."""
+        self._dead = self._dead or why
+        pid = getattr(self.km, "kernel_pid", None)
+        if pid:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    async def _async_responsive(self, seconds: float) -> bool:
+        """Whether the kernel answers a kernel_info request within `seconds`."""
+        msg_id = await ensure_async(self.kc.kernel_info())
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=max(0.1, deadline - time.monotonic())))
+            except Exception:
+                continue
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return True
+        return False
+
+    async def _async_fetch(self, names: list[str], seconds: float) -> str | None:
+        """The answers `names` as the kernel dumps them (None: the kernel did not say)."""
+        if not names:
+            return "{}"
+        msg_id = await ensure_async(self.kc.execute("", silent=True, store_history=False,
+                                                    user_expressions={"answers": answers.expression(names)}))
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=max(0.1, deadline - time.monotonic())))
+            except Exception:
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            result = (msg["content"].get("user_expressions") or {}).get("answers") or {}
+            text = (result.get("data") or {}).get("text/plain")
+            if result.get("status") != "ok" or not isinstance(text, str):
+                return None
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                return None
+            return value if isinstance(value, str) else None
+        return None
+
+    responsive = run_sync(_async_responsive)
+    fetch = run_sync(_async_fetch)
+
+    # --- cells ---------------------------------------------------------------------------------------------
+    def output(self, outs, msg, display_id, cell_index):
+        """Keep at most `max_output` characters of one cell's output; say where it was cut."""
+        if cell_index in self._cut:
+            return None
+        out = super().output(outs, msg, display_id, cell_index)
+        size = sum(len(str(o.get("text", ""))) + len(str(o.get("data", ""))) for o in outs)
+        if size > self.max_output and outs:
+            self._cut.add(cell_index)
+            last = outs[-1]
+            if isinstance(last.get("text"), str):
+                last["text"] = last["text"][:max(0, len(last["text"]) - (size - self.max_output))]
+            else:
+                outs.pop()
+            outs.append(NotebookNode(output_type="stream", name="stdout",
+                                     text=f"\n[output cut: more than {self.max_output} characters]\n"))
+        return out
+
+    def preprocess_cell(self, cell, resources, index):
+        """Run a cell in the kernel; for a test cell, replace its verdict by the grader's."""
+        test = is_test_cell(cell)
+        copy = self._server.copy() if test else None
+        if not self._dead and cell.cell_type == "code":
+            try:
+                cell, resources = super().preprocess_cell(cell, resources, index)
+            except DeadKernelError:
+                self._dead = self._dead or "the kernel stopped (it crashed or was killed)"
+            except CellTimeoutError as e:     # no reply even after the interrupt
+                cell.setdefault("outputs", []).append(NotebookNode(
+                    output_type="error", ename="CellTimeoutError", evalue=str(e).splitlines()[0],
+                    traceback=[f"CellTimeoutError: {str(e).splitlines()[0]}"]))
+            if not self._dead and any(o.get("output_type") == "error" and o.get("ename") == "CellTimeoutError"
+                                      for o in cell.get("outputs", [])):
+                if not self.responsive(self.kill_after):
+                    self._kill("a cell ignored the interrupt after its time limit")
+            if self._dead and test:
+                cell.outputs = []
+        if test:
+            self._grade(cell, copy)
+        elif self._dead and cell.cell_type == "code" and not cell.get("outputs"):
+            cell.outputs = [NotebookNode(output_type="stream", name="stdout",
+                                         text=f"(not run: {self._dead})\n")]
+        return cell, resources
+
+    def _grade(self, cell: NotebookNode, copy: str) -> None:
+        """The grader's run of a test cell decides its outputs (and so its score)."""
+        source = cell.source
+        try:
+            names = rerun.free_names(source)
+        except SyntaxError:
+            names = []
+        text = None if self._dead else self.fetch(names, self.kill_after)
+        missing = self._dead or ("" if text is not None else "the kernel did not hand over the answers")
+        outcome = rerun.run_test(source, names, text, copy, self._server.grader, seed=self.seed,
+                                 proxy_mode=self.proxy_mode, missing=missing)
+        outputs = []
+        if outcome.stdout:
+            outputs.append(NotebookNode(output_type="stream", name="stdout", text=outcome.stdout))
+        if not outcome.passed:
+            outputs.append(NotebookNode(output_type="error", ename=outcome.ename, evalue=outcome.evalue,
+                                        traceback=outcome.traceback))
+        cell.outputs = outputs
+
+
+__all__ = ["GradedExecute", "SandboxedKernelManager", "LabServerProcess", "is_test_cell", "KEPT_ENV"]

@@ -1,0 +1,193 @@
+"""The grader's own run of one test cell: the instructor's source, a pristine `labsupport.checks`, the student's
+answers as plain data, and a private copy of the lab server's cluster. Its outcome is the cell's score.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import importlib
+import io
+import json
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from labsupport.errors import LabError
+from labsupport.remote import SOCKET_ENV, wire
+from labsupport.remote.client import RemoteBackend, RemoteConnection
+
+#: Names every test cell gets from the grader, never from the kernel.
+PROVIDED = frozenset({"lab", "checks"})
+
+
+class AnswerError(LabError):
+    """A student's answer cannot be used by the grader: not plain data, or not what the cluster returned."""
+
+
+@dataclass
+class Outcome:
+    """What the grader's run of a test cell printed, and the error that failed it (None: it passed)."""
+
+    stdout: str = ""
+    ename: str | None = None
+    evalue: str = ""
+    traceback: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """Whether the test passed."""
+        return self.ename is None
+
+
+def free_names(source: str) -> list[str]:
+    """The names a test cell reads but never binds itself (its answers)."""
+    tree = ast.parse(source)
+    bound: set[str] = set()
+    loaded: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                loaded.append(node.id)
+            else:
+                bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    seen = dict.fromkeys(n for n in loaded if n not in bound and n not in PROVIDED and not hasattr(builtins, n))
+    return list(seen)
+
+
+def _importable(module: str) -> bool:
+    root = module.split(".")[0]
+    return root == "labsupport" or root in sys.stdlib_module_names
+
+
+def from_plain(value: Any, backend: RemoteBackend, name: str) -> Any:
+    """Rebuild an answer from its plain form; refuse what is not plain data."""
+    if isinstance(value, list):
+        return [from_plain(v, backend, name) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) != 1:
+        raise AnswerError(f"{name}: the kernel sent an answer the grader cannot read")
+    (tag, inner), = value.items()
+    if tag == "__dict__" and isinstance(inner, dict):
+        return {k: from_plain(v, backend, name) for k, v in inner.items()}
+    if tag == "__tuple__":
+        return tuple(from_plain(v, backend, name) for v in inner)
+    if tag == "__set__":
+        try:
+            return set(from_plain(v, backend, name) for v in inner)
+        except TypeError as e:
+            raise AnswerError(f"{name}: a set of values that cannot be in a set") from e
+    if tag == "__float__" and inner in ("nan", "inf", "-inf"):
+        return float(inner)
+    if tag == "__record__":
+        return wire.decode(inner)
+    if tag == "__connection__" and isinstance(inner, int):
+        return RemoteConnection(backend, inner, backend.call("connection_state", inner))
+    if tag == "__module__" and isinstance(inner, str) and _importable(inner):
+        return importlib.import_module(inner)
+    if tag == "__object__" and isinstance(inner, list) and len(inner) == 2 and _importable(str(inner[0])):
+        target: Any = importlib.import_module(inner[0])
+        for part in str(inner[1]).split("."):
+            target = getattr(target, part, None)
+        if isinstance(target, type):
+            return target
+        raise AnswerError(f"{name}: only classes of labsupport or the standard library travel by name")
+    if tag == "__missing__":
+        raise AnswerError(f"name '{name}' is not defined: run the cell that sets it before this test")
+    if tag == "__unsupported__":
+        raise AnswerError(f"{name} holds {inner}, which the grader cannot check: answers must be plain data "
+                          "(numbers, strings, lists, sets, dicts) or what the lab's verbs returned")
+    raise AnswerError(f"{name}: the kernel sent an answer the grader cannot read")
+
+
+def is_api_object(value: Any) -> bool:
+    """Whether a dict stands for a Kubernetes object (it has metadata, a kind or an apiVersion): such an answer must
+    be one the cluster served, exactly."""
+    return isinstance(value, dict) and any(key in value for key in ("metadata", "kind", "apiVersion"))
+
+
+def check_served(name: str, value: Any, grader: RemoteBackend) -> None:
+    """Refuse objects and results that the lab server did not hand out exactly like this."""
+    from labsupport.results import CurlResult, NslookupAnswer, Trace
+    if is_api_object(value) or isinstance(value, (CurlResult, NslookupAnswer, Trace)):
+        if not grader.call("served", value):
+            meta = value.get("metadata") if isinstance(value, dict) else None
+            what = (f'{value.get("kind", "object")} "{meta.get("name", "") if isinstance(meta, dict) else ""}"'
+                    if isinstance(value, dict) else type(value).__name__)
+            raise AnswerError(f"{name}: the {what} is not what the cluster returned (its name, uid, "
+                              "resourceVersion and content must be those of an object the cluster served): "
+                              "keep what lab.get / lab.curl / lab.nslookup returned, unchanged")
+        return
+    if isinstance(value, dict):
+        for v in value.values():
+            check_served(name, v, grader)
+    elif isinstance(value, (list, tuple, set)):
+        for v in value:
+            check_served(name, v, grader)
+
+
+def load_answers(text: str | None, names: list[str], copy: RemoteBackend, grader: RemoteBackend) -> dict:
+    """The student's answers, rebuilt and checked; a name that fails is left out and its error kept."""
+    if text is None:
+        return {}
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise AnswerError("the kernel sent answers the grader cannot read")
+    out = {}
+    for name in names:
+        if name in data:
+            value = from_plain(data[name], copy, name)
+            check_served(name, value, grader)
+            out[name] = value
+    return out
+
+
+def run_test(source: str, names: list[str], answers_text: str | None, copy_socket: str, grader: RemoteBackend,
+             *, seed: int = 0, proxy_mode: str = "iptables", missing: str = "") -> Outcome:
+    """Run a test cell's source in this process against a copy of the cluster; the outcome decides its score."""
+    from labsupport.lab import Lab
+    out = io.StringIO()
+    outcome = Outcome()
+    previous = os.environ.get(SOCKET_ENV)
+    os.environ[SOCKET_ENV] = copy_socket
+    lab = None
+    try:
+        lab = Lab(backend="sim", seed=seed, proxy_mode=proxy_mode)
+        checks = importlib.import_module("labsupport.checks")
+        namespace: dict[str, Any] = {"__name__": "__graded__", "__builtins__": builtins, "lab": lab,
+                                     "checks": checks}
+        namespace.update(load_answers(answers_text, names, lab.backend, grader))
+        for name in names:
+            if name not in namespace and missing:
+                raise AnswerError(f"{name} could not be read: {missing}")
+        code = compile(source, "<test>", "exec")
+        with contextlib.redirect_stdout(out):
+            exec(code, namespace)
+    except (Exception, SystemExit) as e:      # the test failed: its error is the cell's verdict
+        outcome.ename = type(e).__name__
+        outcome.evalue = str(e)
+        outcome.traceback = [line.rstrip("\n") for line in traceback.format_exception_only(type(e), e)]
+    finally:
+        if lab is not None:
+            lab.close()
+        if previous is None:
+            os.environ.pop(SOCKET_ENV, None)
+        else:
+            os.environ[SOCKET_ENV] = previous
+    outcome.stdout = out.getvalue()
+    return outcome
+
+
+__all__ = ["AnswerError", "Outcome", "free_names", "from_plain", "check_served", "load_answers", "run_test",
+           "PROVIDED"]

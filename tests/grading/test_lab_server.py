@@ -1,0 +1,177 @@
+"""The lab server and its client: every Lab verb over the socket, the student role, served objects, copies."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from labsupport import Lab, checks
+from labsupport.errors import LabError, NotFound
+from labsupport.grading import answers, rerun
+from labsupport.backend import Backend
+from labsupport.remote import SOCKET_ENV
+from labsupport.remote.client import RemoteBackend
+from labsupport.remote.role import Forbidden
+from labsupport.results import CurlResult, NslookupAnswer
+from tests.conftest import WEB
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A lab server process; yields (student socket, grader socket)."""
+    folder = tmp_path_factory.mktemp("lab-server")
+    student, grader = str(folder / "student.sock"), str(folder / "grader.sock")
+    proc = subprocess.Popen([sys.executable, "-m", "labsupport.remote.server", "--student", student,
+                             "--grader", grader, "--seed", "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        yield student, grader
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def lab(server):
+    """A Lab that is a client of the server, with the web Deployment and Service ready."""
+    os.environ[SOCKET_ENV] = server[0]
+    try:
+        lab = Lab(backend="sim", seed=0, proxy_mode="iptables")
+    finally:
+        del os.environ[SOCKET_ENV]
+    lab.apply(WEB)
+    lab.wait(lambda l: len(checks.ready_addresses(l, "web")) == 3)
+    yield lab
+    lab.close()
+
+
+def test_every_verb_works_through_the_socket(lab):
+    assert lab.backend.name == "remote" and repr(lab) == "Lab(backend='sim', proxy_mode='iptables', seed=0)"
+    checks.slice_has_ready_addresses(lab, "web", 3)
+    answer = lab.nslookup("web")
+    assert isinstance(answer, NslookupAnswer) and answer.rcode == "NOERROR" and answer.addresses
+    pod = lab.get("pods", selector="app=web")[0]["metadata"]["name"]
+    result = lab.curl("http://web/", source=f"pod/{pod}")
+    assert isinstance(result, CurlResult) and result.status == 200
+    assert "KUBE-SVC-" in lab.proxy_rules("lab-worker")
+    assert lab.trace("http://web/", source=f"pod/{pod}").hops
+    conn = lab.connect("http://web/", source=f"pod/{pod}")
+    assert conn.request().pod == conn.pod
+    conn.close()
+    assert conn.closed
+    shown = lab.kubectl("get endpointslices -l kubernetes.io/service-name=web", show=False)
+    assert shown.returncode == 0 and "web-" in shown.stdout
+    before = lab.now
+    lab.advance(5)
+    assert lab.now == pytest.approx(before + 5)
+    assert "<svg" in lab.graph().static_html()
+    with pytest.raises(NotFound, match='services "nope" not found'):
+        lab.get("svc", "nope")
+    with pytest.raises(TimeoutError, match="within 3 s"):
+        lab.wait(lambda l: False, timeout=3)
+
+
+@pytest.mark.parametrize("obj, message", [
+    ({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "x"},
+      "addressType": "IPv4"},
+     'endpointslices.discovery.k8s.io "x" is forbidden: User "student" cannot create resource "endpointslices" '
+     'in API group "discovery.k8s.io" in the namespace "default"'),
+    ({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"}}, 'endpoints "web" is forbidden'),
+    ({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}},
+     'nodes "n" is forbidden: User "student" cannot create resource "nodes" in API group "" at the cluster scope'),
+    ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "kube-system"}},
+     'in the namespace "kube-system": kube-system belongs to the cluster'),
+])
+def test_the_student_role_refuses_controller_and_cluster_objects(lab, obj, message):
+    with pytest.raises(Forbidden, match=message.replace("(", r"\(").replace(".", r"\.")) as err:
+        lab.apply(obj)
+    assert err.value.code == 403
+
+
+def test_status_in_a_students_write_is_ignored(lab):
+    stored = lab.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "stuck"},
+                        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "stuck"}},
+                                 "template": {"metadata": {"labels": {"app": "stuck"}},
+                                              "spec": {"nodeSelector": {"no": "where"},
+                                                       "containers": [{"name": "c", "image": "nginx"}]}}},
+                        "status": {"availableReplicas": 2, "readyReplicas": 2}})[0]
+    assert (stored.get("status") or {}).get("availableReplicas", 0) == 0
+    with pytest.raises(Forbidden):
+        lab.delete("endpointslices", lab.get("endpointslices", selector="kubernetes.io/service-name=web")[0]
+                   ["metadata"]["name"])
+    with pytest.raises(Forbidden, match='cannot run "kubectl delete"'):
+        lab.kubectl("delete svc web")
+    lab.delete("deployment", "stuck")
+
+
+def test_grader_verbs_are_not_for_the_student(lab, server):
+    with pytest.raises(LabError, match="belongs to the grader"):
+        lab.backend.call("copy", "/tmp/nowhere.sock")
+    grader = RemoteBackend(server[1], hello=False)
+    served = lab.get("endpointslices", selector="kubernetes.io/service-name=web")[0]
+    assert grader.call("served", served)
+    forged = json.loads(json.dumps(served))
+    forged["endpoints"][0]["conditions"]["ready"] = False
+    assert not grader.call("served", forged)
+    grader.close()
+
+
+def test_a_copy_is_private(lab, server, tmp_path):
+    grader = RemoteBackend(server[1], hello=False)
+    copy = RemoteBackend(grader.call("copy", str(tmp_path / "copy.sock")), hello=False)
+    copy.delete("svc", "web", "default")
+    with pytest.raises(NotFound):
+        copy.get("svc", "web", "default")
+    assert lab.get("svc", "web")["metadata"]["name"] == "web"
+    copy.close()
+    grader.close()
+
+
+def test_answers_travel_as_plain_data_only(lab, server, tmp_path):
+    grader = RemoteBackend(server[1], hello=False)
+    pod = lab.get("pods", selector="app=web")[0]["metadata"]["name"]
+    namespace = {"n": 3, "modes": {"ipvs", "nftables"}, "pair": (1, "a"), "answer": lab.nslookup("web"),
+                 "slices": lab.get("endpointslices", selector="kubernetes.io/service-name=web"),
+                 "func": lambda: 1, "result": lab.curl("http://web/", source=f"pod/{pod}")}
+    names = list(namespace) + ["absent"]
+    text = answers.dump(names, namespace)
+    copy = RemoteBackend(grader.call("copy", str(tmp_path / "c.sock")), hello=False)
+    back = {}
+    for name in ("n", "modes", "pair", "answer", "slices", "result"):
+        back.update(rerun.load_answers(text, [name], copy, grader))
+    assert back["n"] == 3 and back["modes"] == {"ipvs", "nftables"} and back["pair"] == (1, "a")
+    assert back["answer"] == namespace["answer"] and back["slices"] == namespace["slices"]
+    assert back["result"] == namespace["result"]
+    with pytest.raises(rerun.AnswerError, match="func holds a function, which the grader cannot check"):
+        rerun.load_answers(text, ["func"], copy, grader)
+    with pytest.raises(rerun.AnswerError, match="name 'absent' is not defined"):
+        rerun.load_answers(text, ["absent"], copy, grader)
+    forged = answers.dump(["result"], {"result": CurlResult("http://web/", "client", status=200, body="x")})
+    with pytest.raises(rerun.AnswerError, match="not what the cluster returned"):
+        rerun.load_answers(forged, ["result"], copy, grader)
+    hand_made = answers.dump(["captured"], {"captured": [{"metadata": {"name": namespace["slices"][0]["metadata"]
+                                                                       ["name"]}, "endpoints": []}]})
+    with pytest.raises(rerun.AnswerError, match='captured: the object ".*" is not what the cluster returned'):
+        rerun.load_answers(hand_made, ["captured"], copy, grader)
+    renamed = answers.dump(["runner"], {"runner": os.system})
+    with pytest.raises(rerun.AnswerError, match="runner holds a function"):
+        rerun.load_answers(renamed, ["runner"], copy, grader)
+    copy.close()
+    grader.close()
+
+
+def test_the_client_is_a_backend(lab):
+    assert isinstance(lab.backend, Backend)
+
+
+def test_free_names_are_the_answers_a_test_reads():
+    source = '''
+names = {s["metadata"]["name"] for s in checks.slices(lab, "web")}
+got = {s["metadata"]["name"] for s in (captured if isinstance(captured, list) else [captured])}
+from urllib.parse import urlsplit
+assert got and got <= names, f"{sorted(got)} {victim_ip}"'''
+    assert sorted(rerun.free_names(source)) == ["captured", "victim_ip"]
