@@ -51,3 +51,11 @@ def require_browser() -> str:
     path = chromium_path()
     require([] if path else ["Chromium (apt-get install chromium)"], "browser")
     return path or ""
+
+
+def require_upstream(*names: str) -> None:
+    """Skip/fail unless Go and the built upstream binaries (`make upstream`) are here, with root and the
+    netfilter tools to run them in network namespaces."""
+    from labsupport.upstream.binaries import missing_upstream_requirements
+    require(missing_upstream_requirements(*names) + missing_kernel_requirements("iptables-save", "nft", "curl"),
+            "upstream")
