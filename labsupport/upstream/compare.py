@@ -81,14 +81,46 @@ def canonical_iptables(text: str, *, with_jumps: bool = True) -> str:
 
 
 def canonical_nft(text: str) -> str:
-    """`nft list table` output without counters, handles and blank lines."""
-    lines = []
+    """`nft list table` output without counters and handles, its sets, maps and chains sorted by name and each
+    set's elements sorted (nft lists objects in the order they were added, which is not part of the ruleset)."""
+    blocks: list[tuple[str, list[str]]] = []
+    head: list[str] = []
+    current: list[str] | None = None
     for raw in text.splitlines():
         line = _NFT_COUNTER.sub("", raw).rstrip()
         line = re.sub(r"\s*# handle \d+", "", line)
-        if line.strip():
-            lines.append(line)
-    return "\n".join(lines) + "\n"
+        if not line.strip():
+            continue
+        depth = len(line) - len(line.lstrip("\t"))
+        if depth == 1 and line.strip().endswith("{") and current is None:
+            current = [line]
+            continue
+        if current is not None:
+            current.append(line)
+            if depth == 1 and line.strip() == "}":
+                blocks.append((current[0].strip(), _sorted_elements(current)))
+                current = None
+            continue
+        head.append(line)
+    out = [h for h in head if h.strip() != "}"]
+    for _, block in sorted(blocks):
+        out.extend(block)
+    return "\n".join(out + ["}"]) + "\n"
+
+
+def _sorted_elements(block: list[str]) -> list[str]:
+    text = "\n".join(block)
+    found = re.search(r"elements = \{(.*?)\}", text, re.S)
+    if not found:
+        return block
+    items = sorted(i.strip() for i in _split_elements(found.group(1)))
+    text = text[:found.start()] + "elements = { " + ",\n\t\t\t     ".join(items) + " }" + text[found.end():]
+    return text.split("\n")
+
+
+def _split_elements(body: str) -> list[str]:
+    """Split on the commas between set elements (a comment may hold none: upstream's are names)."""
+    return [part for part in body.replace("\n", " ").split(",") if part.strip()]
 
 
 def first_differences(expected: str, actual: str, context: int = 3, limit: int = 60) -> str:
