@@ -68,7 +68,7 @@ def one_change(lab: Lab) -> dict:
 def real_kube_proxy(lab: Lab) -> tuple[float, float, float, float]:
     """(first sync wall s, its own duration s, one-change latency s, that sync's own duration s)."""
     lab.kubeconfig  # noqa: B018 - starts the API server
-    node = KubeProxyNode(lab.cluster, lab.backend.apiserver(), NODE, "iptables")
+    node = KubeProxyNode(lab.cluster, lab.backend.apiserver(), NODE, "iptables", start_timeout=1800)
     start = time.perf_counter()
     node.start()
     try:
@@ -76,7 +76,7 @@ def real_kube_proxy(lab: Lab) -> tuple[float, float, float, float]:
         first_own = node.kube_proxy.metrics().get(DURATION, 0.0)
         since = time.time()
         one_change(lab)
-        written = node.sync(since)
+        written = node.kube_proxy.wait_synced(since, timeout=600)
         latency = written - since
         change_own = node.kube_proxy.metrics().get(DURATION, 0.0) - first_own
         return first, first_own, latency, change_own

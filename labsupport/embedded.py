@@ -5,6 +5,7 @@ Both run the embedded control plane; they differ only in where packets go.
 from __future__ import annotations
 
 import html
+import os
 import json
 from typing import Any, Callable
 
@@ -59,7 +60,7 @@ class EmbeddedBackend:
     def __init__(self, *, kernel: bool = False, seed: int = 0, proxy_mode: str = "iptables", workers: int = 3,
                  zones: tuple[str, ...] | None = None, max_endpoints_per_slice: int = 100, record_events: bool = True,
                  **options: Any):
-        unknown = set(options) - {"control_plane", "node_labels", "max_pods", "name"}
+        unknown = set(options) - {"control_plane", "node_labels", "max_pods", "name", "kube_proxy"}
         if unknown:
             raise BadRequest(f"unknown Lab option(s): {', '.join(sorted(unknown))}")
         config = ClusterConfig(workers=workers, zones=tuple(zones or ZONES), proxy_mode=proxy_mode,
@@ -72,15 +73,20 @@ class EmbeddedBackend:
             preflight(proxy_mode)
         self.cluster = Cluster(config, seed=seed)
         self.proxies = KubeProxyDaemons(self.cluster)
+        upstream = (options.get("kube_proxy") or os.environ.get("LABSUPPORT_KUBE_PROXY")) == "upstream"
         if kernel:
             from labsupport.dataplane.kernel import KernelNetwork
-            self.network = KernelNetwork(self.cluster, self.proxies, seed=seed)
+            self.network = KernelNetwork(self.cluster, self.proxies, seed=seed, load_rules=not upstream)
         else:
             from labsupport.dataplane.network import SimNetwork
             self.network = SimNetwork(self.cluster, self.proxies, seed=seed)
         self.cluster.network = self.network
         self.kernel = kernel
         self._apiserver = None
+        self.upstream = None
+        if upstream:
+            from labsupport.upstream.netns import start_on
+            self.upstream = start_on(self, proxy_mode)
 
     # --- objects -------------------------------------------------------------------------------------------
     def apply(self, obj: dict) -> dict:
@@ -162,16 +168,19 @@ class EmbeddedBackend:
 
     def curl(self, url: str, source: str, **options: Any):
         """One request."""
+        self._settle()
         with self.cluster.lock:
             return self.network.curl(url, source, **options)
 
     def connect(self, url: str, source: str):
         """A keep-alive connection."""
+        self._settle()
         with self.cluster.lock:
             return self.network.connect(url, source)
 
     def trace(self, url: str, source: str):
         """Trace one new connection."""
+        self._settle()
         with self.cluster.lock:
             return self.network.trace(url, source)
 
@@ -185,8 +194,14 @@ class EmbeddedBackend:
             raise NotFound.of("nodes", node)
         return node
 
+    def _settle(self) -> None:
+        if self.upstream is not None:
+            self.upstream.settle()
+
     def proxy_rules(self, node: str | None) -> str:
-        """The node's rules."""
+        """The node's rules (with the real kube-proxy: what it wrote)."""
+        if self.upstream is not None:
+            return self.upstream.rules(self._node_name(node))
         with self.cluster.lock:
             return self.proxies.rules(self._node_name(node))
 
@@ -291,6 +306,9 @@ class EmbeddedBackend:
 
     def close(self) -> None:
         """Stop servers, remove kernel objects."""
+        if self.upstream is not None:
+            self.upstream.close()
+            self.upstream = None
         if self._apiserver is not None:
             self._apiserver.stop()
             self._apiserver = None

@@ -2,7 +2,9 @@
 Events, stored once and shown in either shape (as upstream converts between the two versions)."""
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import random
+from typing import Any, Iterator
 
 from labsupport.apiserver.routes import Route
 from labsupport.control.store import clone
@@ -43,6 +45,18 @@ def from_core(event: dict) -> dict:
     return out
 
 
+@contextlib.contextmanager
+def unseeded(store: Any) -> Iterator[None]:
+    """Objects made in the body take their uids from a fresh generator, not the cluster's seeded one: what
+    outside programs write at wall-clock moments (their Events) must not change a seeded lab's names and uids."""
+    seeded = store.rng
+    store.rng = random.Random()
+    try:
+        yield
+    finally:
+        store.rng = seeded
+
+
 def parse_path(path: str) -> tuple[str | None, str | None]:
     """(namespace, name) of an events.k8s.io/v1 path; NotFound for anything but events."""
     parts = path[len(PREFIX):].strip("/").split("/")
@@ -64,7 +78,7 @@ class EventsV1:
         cluster = self.api.cluster
         if method == "POST" and name is None and ns is not None:
             obj = self._check_object(core, to_core(self._parse_body()))
-            with cluster.lock:
+            with cluster.lock, unseeded(cluster.store):
                 created = cluster.create(clone(obj), dry_run=self._dry_run())
             return self._send_json(from_core(created), 201)
         if method == "GET" and name is not None:

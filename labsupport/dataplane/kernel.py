@@ -277,9 +277,12 @@ def read_http_response(sock: socket.socket) -> tuple[int | None, str]:
 class KernelNetwork:
     """The `netns` data plane: the same verbs as SimNetwork, answered by the Linux kernel."""
 
-    def __init__(self, cluster: "Cluster", proxies: "KubeProxyDaemons", *, seed: int = 0):
+    def __init__(self, cluster: "Cluster", proxies: "KubeProxyDaemons", *, seed: int = 0,
+                 load_rules: bool = True):
         self.cluster = cluster
         self.proxies = proxies
+        # False: another kube-proxy (the real one) programs the node namespaces and serves their health checks
+        self.load_rules = load_rules
         self.rng = random.Random(seed * 31 + 7)
         self.curl_timeout = CURL_TIMEOUT
         self.run = new_run_id()
@@ -303,9 +306,10 @@ class KernelNetwork:
         try:
             self._build()
             self._unsubscribe = cluster.store.subscribe(self._on_event)
-            proxies.listeners.append(self._on_rules)
-            for name, agent in proxies.agents.items():
-                self._on_rules(name, agent, None)
+            if load_rules:
+                proxies.listeners.append(self._on_rules)
+                for name, agent in proxies.agents.items():
+                    self._on_rules(name, agent, None)
             cluster.kubelet.probe_hook = self._probe
             for pod in cluster.store.list("Pod"):
                 self._pending[pod["metadata"]["uid"]] = pod
@@ -609,6 +613,8 @@ class KernelNetwork:
         self.rules[node_name] = NodeRules()
 
     def _sync_health_ports(self) -> None:
+        if not self.load_rules:
+            return
         wanted = {svc["spec"]["healthCheckNodePort"] for svc in self.cluster.store.list("Service")
                   if svc["spec"].get("healthCheckNodePort")}
         for node_name, ns in self.node_ns.items():

@@ -26,7 +26,7 @@ HEALTHZ_PORT = 10256
 METRICS_PORT = 10249
 START_TIMEOUT = 60.0
 SYNC_TIMEOUT = 60.0
-POLL = 0.05
+POLL = 0.1
 
 # What a clean run's log must not contain: every way client-go reports that a list or watch went wrong.
 LOG_PROBLEMS = re.compile(
@@ -213,7 +213,8 @@ class UpstreamKubeProxy:
 
 def ensure_service_cidr(cluster: Any, cidrs: tuple[str, ...] = ("10.96.0.0/12",)) -> dict:
     """The `kubernetes` ServiceCIDR the API server of a real cluster creates at start (kube-proxy watches it)."""
-    with cluster.lock:
+    from labsupport.apiserver.events import unseeded
+    with cluster.lock, unseeded(cluster.store):
         found = cluster.store.find("ServiceCIDR", None, "kubernetes")
         if found is not None:
             return found

@@ -13,7 +13,7 @@ from labsupport.proxy.iptables import render_iptables
 from labsupport.upstream.compare import canonical_iptables, canonical_nft
 from labsupport.upstream.forwarder import LoopbackForwarder
 from labsupport.upstream.nfacct import create_counters
-from labsupport.upstream.kube_proxy import UpstreamKubeProxy, configuration, ensure_service_cidr
+from labsupport.upstream.kube_proxy import START_TIMEOUT, UpstreamKubeProxy, configuration, ensure_service_cidr
 
 
 def service_cidrs(cluster: Any) -> tuple[str, ...]:
@@ -28,13 +28,15 @@ class KubeProxyNode:
     """The real kube-proxy of node `node` of `cluster`, served by `api` (an APIServer), in namespace `ns` (made
     here when None, and then removed by close)."""
 
-    def __init__(self, cluster: Any, api: Any, node: str, mode: str = "iptables", *, ns: str | None = None):
+    def __init__(self, cluster: Any, api: Any, node: str, mode: str = "iptables", *, ns: str | None = None,
+                 start_timeout: float = START_TIMEOUT):
         self.cluster = cluster
         self.api = api
         self.node = node
         self.mode = mode
         self.ns = ns
         self._own_ns = ns is None
+        self.start_timeout = start_timeout
         self._run: str | None = None
         self.forwarder: LoopbackForwarder | None = None
         self.kube_proxy: UpstreamKubeProxy | None = None
@@ -51,7 +53,7 @@ class KubeProxyNode:
             ensure_service_cidr(self.cluster)
             self.forwarder = LoopbackForwarder(self.ns, self.api.port).start()
             self.kube_proxy = UpstreamKubeProxy(self.ns, self.node, self.config_map(), self.api.kubeconfig_path,
-                                                mode=self.mode).start()
+                                                mode=self.mode).start(self.start_timeout)
         except BaseException:
             self.close()
             raise
