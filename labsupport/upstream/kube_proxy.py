@@ -30,7 +30,7 @@ POLL = 0.1
 
 # What a clean run's log must not contain: every way client-go reports that a list or watch went wrong.
 LOG_PROBLEMS = re.compile(
-    r"Failed to watch|failed to list|Failed to list|watch of \S+ ended with|Unhandled Error|reflector\.go.*(?:error|"
+    r"Failed to watch|[Ff]ailed to list \*|watch of \S+ ended with|Unhandled Error|reflector\.go.*(?:error|"
     r"fail)|the server could not find the requested resource|could not find the requested resource|"
     r"no kind is registered|unknown \(get |is forbidden|Unauthorized|http2: |unexpected EOF|"
     r"Failed to (?:get|update|create|patch)|Error syncing|an error on the server", re.IGNORECASE)

@@ -62,3 +62,18 @@ def test_missing_binaries_are_named_with_the_build_command(tmp_path, monkeypatch
     monkeypatch.setenv("LABSUPPORT_UPSTREAM_BIN", str(tmp_path))
     problems = missing_upstream_requirements("kube-proxy")
     assert any("kube-proxy" in p and "make upstream" in p for p in problems)
+
+
+def test_log_scan_flags_list_and_watch_trouble_only():
+    from labsupport.upstream.kube_proxy import LOG_PROBLEMS
+    bad = ['E1204 reflector.go:227] "Failed to watch" err="failed to list *v1.ServiceCIDR: the server could not '
+           'find the requested resource" type="*v1.ServiceCIDR"',
+           'E1204 event_broadcaster.go:270] "Server rejected event (will not retry!)" err="the server could not find '
+           'the requested resource"',
+           'W1204 reflector.go:561] watch of *v1.EndpointSlice ended with: an error on the server']
+    fine = ['E1204 proxier.go:1285] "Failed to list existing sets" err="receiveAckAware: netlink receive: no such '
+            'file or directory" ipFamily="IPv4"',
+            'E1204 metrics_linux.go:67] "failed to collect nfacct counter" err="object not found"',
+            'I1204 reflector.go:507] "Caches populated" type="*v1.Service"']
+    assert all(LOG_PROBLEMS.search(line) for line in bad)
+    assert not any(LOG_PROBLEMS.search(line) for line in fine)

@@ -31,7 +31,7 @@ def upstream_lab(mode: str, seed: int = 0) -> Lab:
     return lab
 
 
-@pytest.fixture(scope="module", params=["iptables"])
+@pytest.fixture(scope="module", params=["iptables", "nftables"])
 def labs(request):
     """(sim with labsupport's rules, netns with the real kube-proxy): same seed, mode and scenarios."""
     sim = Lab(backend="sim", seed=0, proxy_mode=request.param)
