@@ -60,7 +60,7 @@ class EmbeddedBackend:
     def __init__(self, *, kernel: bool = False, seed: int = 0, proxy_mode: str = "iptables", workers: int = 3,
                  zones: tuple[str, ...] | None = None, max_endpoints_per_slice: int = 100, record_events: bool = True,
                  **options: Any):
-        unknown = set(options) - {"control_plane", "node_labels", "max_pods", "name", "kube_proxy"}
+        unknown = set(options) - {"control_plane", "node_labels", "max_pods", "name", "kube_proxy", "dns"}
         if unknown:
             raise BadRequest(f"unknown Lab option(s): {', '.join(sorted(unknown))}")
         config = ClusterConfig(workers=workers, zones=tuple(zones or ZONES), proxy_mode=proxy_mode,
@@ -74,19 +74,24 @@ class EmbeddedBackend:
         self.cluster = Cluster(config, seed=seed)
         self.proxies = KubeProxyDaemons(self.cluster)
         upstream = (options.get("kube_proxy") or os.environ.get("LABSUPPORT_KUBE_PROXY")) == "upstream"
+        upstream_dns = (options.get("dns") or os.environ.get("LABSUPPORT_DNS")) == "upstream"
         if kernel:
             from labsupport.dataplane.kernel import KernelNetwork
-            self.network = KernelNetwork(self.cluster, self.proxies, seed=seed, load_rules=not upstream)
+            self.network = KernelNetwork(self.cluster, self.proxies, seed=seed, load_rules=not upstream,
+                                         serve_dns=not upstream_dns)
         else:
             from labsupport.dataplane.network import SimNetwork
             self.network = SimNetwork(self.cluster, self.proxies, seed=seed)
         self.cluster.network = self.network
         self.kernel = kernel
         self._apiserver = None
-        self.upstream = None
+        self.upstream = self.upstream_dns = None
         if upstream:
             from labsupport.upstream.netns import start_on
             self.upstream = start_on(self, proxy_mode)
+        if upstream_dns:
+            from labsupport.upstream.netns import start_dns_on
+            self.upstream_dns = start_dns_on(self)
 
     # --- objects -------------------------------------------------------------------------------------------
     def apply(self, obj: dict) -> dict:
@@ -163,6 +168,7 @@ class EmbeddedBackend:
     # --- network -------------------------------------------------------------------------------------------
     def nslookup(self, name: str, pod: str | None):
         """nslookup through the cluster DNS."""
+        self._settle()
         with self.cluster.lock:
             return self.network.nslookup(name, pod)
 
@@ -195,6 +201,8 @@ class EmbeddedBackend:
         return node
 
     def _settle(self) -> None:
+        if self.upstream_dns is not None:
+            self.upstream_dns.reconcile()
         if self.upstream is not None:
             self.upstream.settle()
 
@@ -306,9 +314,10 @@ class EmbeddedBackend:
 
     def close(self) -> None:
         """Stop servers, remove kernel objects."""
-        if self.upstream is not None:
-            self.upstream.close()
-            self.upstream = None
+        for runner in (self.upstream, self.upstream_dns):
+            if runner is not None:
+                runner.close()
+        self.upstream = self.upstream_dns = None
         if self._apiserver is not None:
             self._apiserver.stop()
             self._apiserver = None

@@ -278,11 +278,13 @@ class KernelNetwork:
     """The `netns` data plane: the same verbs as SimNetwork, answered by the Linux kernel."""
 
     def __init__(self, cluster: "Cluster", proxies: "KubeProxyDaemons", *, seed: int = 0,
-                 load_rules: bool = True):
+                 load_rules: bool = True, serve_dns: bool = True):
         self.cluster = cluster
         self.proxies = proxies
         # False: another kube-proxy (the real one) programs the node namespaces and serves their health checks
         self.load_rules = load_rules
+        # False: another DNS server (the real CoreDNS) runs in the CoreDNS pods' namespaces
+        self.serve_dns = serve_dns
         self.rng = random.Random(seed * 31 + 7)
         self.curl_timeout = CURL_TIMEOUT
         self.run = new_run_id()
@@ -454,6 +456,8 @@ class KernelNetwork:
         for app in apps:
             wanted |= set(app.listens())
             dns_server |= app.kind == "coredns"
+        if dns_server and not self.serve_dns:
+            return
         for proto, port in sorted(wanted - box.ports):
             if proto == "TCP":
                 sock = self.socket_in(box.ns, socket.SOCK_STREAM)

@@ -92,3 +92,67 @@ def start_on(backend: Any, mode: str) -> UpstreamKubeProxies:
         raise BackendUnavailable('kube_proxy="upstream" needs ' + " and ".join(problems))
     backend.kubeconfig()   # starts the API server
     return UpstreamKubeProxies(backend.cluster, backend.apiserver(), backend.network.node_ns, mode).start()
+
+
+class UpstreamDNS:
+    """The real CoreDNS in the namespace of every running CoreDNS pod of a `netns` network (built with
+    serve_dns=False), kept in step with the pods by `reconcile`."""
+
+    def __init__(self, cluster: Any, api: Any, network: Any):
+        self.cluster = cluster
+        self.api = api
+        self.network = network
+        self.servers: dict[str, tuple[Any, Any]] = {}
+
+    def _coredns_namespaces(self) -> dict[str, str]:
+        with self.cluster.lock:
+            self.network.apply_pod_changes()
+            pods = {p["metadata"]["uid"] for p in self.cluster.store.list("Pod", "kube-system")
+                    if (p["metadata"].get("labels") or {}).get("k8s-app") == "kube-dns"}
+            return {uid: box.ns for uid, box in self.network.sandboxes.items() if uid in pods}
+
+    def reconcile(self) -> None:
+        """Start CoreDNS in new CoreDNS pods' namespaces, stop it for pods that are gone."""
+        from labsupport.upstream.coredns import UpstreamCoreDNS
+        from labsupport.upstream.forwarder import LoopbackForwarder
+        wanted = self._coredns_namespaces()
+        for uid in set(self.servers) - set(wanted):
+            self._stop(uid)
+        for uid, ns in wanted.items():
+            if uid in self.servers:
+                continue
+            with self.cluster.lock:
+                config_map = self.cluster.get("ConfigMap", "kube-system", "coredns")
+            forwarder = LoopbackForwarder(ns, self.api.port).start()
+            try:
+                server = UpstreamCoreDNS(ns, config_map, self.api.kubeconfig_path).start()
+            except BaseException:
+                forwarder.stop()
+                raise
+            self.servers[uid] = (forwarder, server)
+
+    def _stop(self, uid: str) -> None:
+        forwarder, server = self.servers.pop(uid)
+        server.remove()
+        forwarder.stop()
+
+    def close(self) -> None:
+        """Stop every CoreDNS and its relay."""
+        for uid in list(self.servers):
+            self._stop(uid)
+
+
+def start_dns_on(backend: Any) -> UpstreamDNS:
+    """Serve the cluster DNS of an embedded `netns` backend with the real CoreDNS."""
+    from labsupport.errors import BackendUnavailable
+    from labsupport.upstream.binaries import missing_upstream_requirements
+    if not backend.kernel:
+        raise BackendUnavailable('dns="upstream" runs the real CoreDNS in the CoreDNS pods of the netns backend: '
+                                 'use Lab(backend="netns", dns="upstream")')
+    problems = missing_upstream_requirements("coredns")
+    if problems:
+        raise BackendUnavailable('dns="upstream" needs ' + " and ".join(problems))
+    backend.kubeconfig()   # starts the API server
+    dns = UpstreamDNS(backend.cluster, backend.apiserver(), backend.network)
+    dns.reconcile()
+    return dns

@@ -110,3 +110,30 @@ def test_search_path_through_resolv_conf(dns, name):
                      if line and not line.startswith(";") and "\tIN\t" in line.replace(" ", "\t"))
     ours = resolve(name, "A", lookup=lambda fqdn, qtype: model(lab, fqdn, qtype))
     assert (status, answers) == (ours.rcode, sorted(r.split("\t")[4] for r in ours.answer)), out
+
+
+LOOKUPS = ["web", "db", "db-0.db", "db-2.db.default", "kubernetes", "kube-dns.kube-system",
+           "nothere.default.svc.cluster.local"]
+
+
+def test_netns_lab_served_by_the_real_coredns_and_kube_proxy():
+    """`Lab(backend="netns", kube_proxy="upstream", dns="upstream")`: nslookup in a pod goes through the real
+    kube-proxy's DNAT to the real CoreDNS in the CoreDNS pods, and lands where the sim lab's model does."""
+    from labsupport.testing import require_kernel
+    require_upstream("kube-proxy", "coredns")
+    require_kernel("nft", "iptables-restore", "conntrack", "curl", "nslookup")
+    real = Lab(backend="netns", seed=0, kube_proxy="upstream", dns="upstream")
+    sim = Lab(backend="sim", seed=0)
+    try:
+        assert len(real.backend.upstream_dns.servers) == 2   # one CoreDNS per CoreDNS pod
+        for lab in (real, sim):
+            lab.apply(WEB)
+            lab.apply(DB_STATEFULSET)
+            lab.wait(lambda l: ready_addresses(l, "web") == 3 and ready_addresses(l, "db") == 3, timeout=120)
+        for name in LOOKUPS:
+            got, want = real.nslookup(name), sim.nslookup(name)
+            assert (got.rcode, sorted(got.addresses)) == (want.rcode, sorted(want.addresses)), \
+                f"{name}\nreal CoreDNS:\n{got.text}\nlabsupport:\n{want.text}"
+    finally:
+        real.close()
+        sim.close()
