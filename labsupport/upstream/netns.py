@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from labsupport.upstream.node import KubeProxyNode
 
-#: The kinds whose changes kube-proxy acts on.
-WATCHED = frozenset({"Service", "EndpointSlice", "Node", "ServiceCIDR"})
+#: The kinds whose changes make kube-proxy rewrite rules (a Node's heartbeats do not; its labels rarely change).
+WATCHED = frozenset({"Service", "EndpointSlice", "ServiceCIDR"})
 #: A change kube-proxy ignores (an EndpointSlice rewrite that changes no endpoint) never gets queued: after this
 #: long waiting for the queue to show it, the rules already written stand.
 UNQUEUED_GRACE = 2.0
@@ -29,6 +29,7 @@ class UpstreamKubeProxies:
         self.node_namespaces = dict(node_namespaces)
         self.nodes: dict[str, KubeProxyNode] = {}
         self._last_change = 0.0
+        self._settled = -1.0
         self._lock = threading.Lock()
         self._unsubscribe: Callable[[], None] | None = None
 
@@ -52,11 +53,14 @@ class UpstreamKubeProxies:
         """Wait until every kube-proxy has written rules for the last change it acts on."""
         with self._lock:
             since = self._last_change
+        if since <= self._settled:
+            return
         for node in self.nodes.values():
             try:
                 node.kube_proxy.wait_synced(since, timeout=UNQUEUED_GRACE)
             except Exception:  # noqa: BLE001 - a change it did not queue: its last rules stand
                 node.kube_proxy.wait_synced(0.0)
+        self._settled = since
 
     def rules(self, node: str) -> str:
         """What the real kube-proxy on `node` wrote (iptables-save of nat and filter, or the kube-proxy table)."""
