@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test clean-lab doctor bench
+.PHONY: lab test clean-lab doctor bench upstream
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,24 @@ doctor: $(STAMP)
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b --quick || exit 1; done
+
+# The real kube-proxy and CoreDNS (the `upstream` test tier's oracle), built from the pinned modules in upstream/.
+# Go's module and build caches make a rebuild cheap; make skips it when upstream/go.mod and go.sum are unchanged.
+GO           ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+UPSTREAM_BIN := .upstream/bin
+# the release kube-proxy reports (`kube-proxy --version`), as upstream's build stamps it
+KUBE_VERSION  = $(shell cd upstream && $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+KUBE_LDFLAGS  = -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+                -X k8s.io/component-base/version.gitMajor=1 \
+                -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) -X k8s.io/component-base/version.gitTreeState=clean
+
+upstream: $(UPSTREAM_BIN)/kube-proxy $(UPSTREAM_BIN)/coredns
+
+$(UPSTREAM_BIN)/kube-proxy $(UPSTREAM_BIN)/coredns &: upstream/go.mod upstream/go.sum
+	@mkdir -p $(UPSTREAM_BIN)
+	cd upstream && $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o ../$(UPSTREAM_BIN)/ \
+	    k8s.io/kubernetes/cmd/kube-proxy github.com/coredns/coredns
+	@touch $(UPSTREAM_BIN)/kube-proxy $(UPSTREAM_BIN)/coredns
 
 clean-lab: $(STAMP)
 	$(BIN)/labsupport clean

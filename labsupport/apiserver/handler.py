@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import yaml
 
 from labsupport.apiserver import authz, discovery, eventtime, openapi, tables
+from labsupport.apiserver.events import PREFIX as EVENTS_V1, EventsV1
 from labsupport.apiserver.fields import conflict_error
 from labsupport.apiserver.openapi_pb import V2_PROTOBUF
 from labsupport.apiserver.patch import apply_patch, json_merge_patch, json_patch, strategic_merge_patch
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from labsupport.apiserver.server import APIServer
 
 
-class RequestHandler(Watching, PodStreams, PortForwarding, BaseHTTPRequestHandler):
+class RequestHandler(Watching, PodStreams, PortForwarding, EventsV1, BaseHTTPRequestHandler):
     """One connection's requests (HTTP/1.1 keep-alive)."""
 
     protocol_version = "HTTP/1.1"
@@ -250,6 +251,8 @@ class RequestHandler(Watching, PodStreams, PortForwarding, BaseHTTPRequestHandle
             if doc is None:
                 raise NotFound("the server could not find the requested resource")
             return self._send_json(doc)
+        if path.startswith(EVENTS_V1 + "/"):
+            return self._events_v1(method, path)
         route = parse_route(path)
         if route is None:
             raise NotFound("the server could not find the requested resource")

@@ -55,6 +55,7 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("DaemonSet", "apps", "v1", "daemonsets", short_names=("ds",), subresources=("status",),
              categories=("all",)),
     KindInfo("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices"),
+    KindInfo("ServiceCIDR", "networking.k8s.io", "v1", "servicecidrs", namespaced=False, subresources=("status",)),
 )
 
 _BY_KIND = {k.kind: k for k in KINDS}

@@ -364,6 +364,7 @@ FIELD_LABELS: dict[str, tuple[str, ...]] = {
     "Pod": ("metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
             "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"),
     "Node": ("metadata.name", "spec.unschedulable"),
+    "Service": ("metadata.name", "metadata.namespace", "spec.clusterIP", "spec.type"),
     "Namespace": ("metadata.name", "status.phase"),
     "Event": ("metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.namespace",
               "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion",

@@ -68,14 +68,19 @@ class Source:
 class KernelNetwork:
     """The `netns` data plane: the same verbs as SimNetwork, answered by the Linux kernel."""
 
-    def __init__(self, cluster: "Cluster", proxies: "KubeProxyDaemons", *, seed: int = 0):
+    def __init__(self, cluster: "Cluster", proxies: "KubeProxyDaemons", *, seed: int = 0,
+                 load_rules: bool = True, serve_dns: bool = True):
         self.cluster = cluster
         self.proxies = proxies
         self.rng = random.Random(seed * 31 + 7)
         self.curl_timeout = CURL_TIMEOUT
         self.topology = Topology(cluster)
         self.servers = Servers()
-        self.pods = PodServers(cluster, self.topology, proxies, self.servers)
+        # load_rules=False: another kube-proxy (the real one) programs the node namespaces and serves their health
+        # checks; serve_dns=False: another DNS server (the real CoreDNS) runs in the CoreDNS pods' namespaces.
+        self.load_rules = load_rules
+        self.pods = PodServers(cluster, self.topology, proxies, self.servers, serve_dns=serve_dns,
+                               health_checks=load_rules)
         self.rules = RuleLoader(self.topology.node_ns, proxies)
         self.prober = KernelProber(self.pods, cluster.kubelet)
         self._tags = 0
@@ -90,9 +95,10 @@ class KernelNetwork:
             for name in self.topology.node_ns:
                 self.rules.states[name] = NodeRules()
             self._unsubscribe = cluster.store.subscribe(self._on_event)
-            proxies.listeners.append(self.rules.on_rules)
-            for name, agent in proxies.agents.items():
-                self.rules.on_rules(name, agent, None)
+            if load_rules:
+                proxies.listeners.append(self.rules.on_rules)
+                for name, agent in proxies.agents.items():
+                    self.rules.on_rules(name, agent, None)
             for pod in cluster.store.list("Pod"):
                 self.pods.note(pod["metadata"]["uid"], pod)
             self.refresh()

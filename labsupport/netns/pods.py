@@ -20,8 +20,11 @@ if TYPE_CHECKING:
 class PodServers:
     """Pods' namespaces and the servers listening in them, kept in step with the kubelet's running pods."""
 
-    def __init__(self, cluster: "Cluster", topology: Topology, proxies: "KubeProxyDaemons", servers: Servers):
+    def __init__(self, cluster: "Cluster", topology: Topology, proxies: "KubeProxyDaemons", servers: Servers, *,
+                 serve_dns: bool = True, health_checks: bool = True):
         self.cluster = cluster
+        self.serve_dns = serve_dns
+        self.health_checks = health_checks
         self.topology = topology
         self.proxies = proxies
         self.servers = servers
@@ -93,6 +96,8 @@ class PodServers:
         for app in apps:
             wanted |= set(app.listens())
             dns_server |= app.kind == "coredns"
+        if dns_server and not self.serve_dns:
+            return
         for proto, port in sorted(wanted - box.ports):
             if proto == "TCP":
                 sock = self.topology.socket_in(box.ns, socket.SOCK_STREAM)
@@ -185,6 +190,8 @@ class PodServers:
     # --- kube-proxy's health-check servers -----------------------------------------------------------------
     def sync_health_ports(self) -> None:
         """Serve every Service's healthCheckNodePort on every node, answered by that node's kube-proxy."""
+        if not self.health_checks:
+            return
         wanted = {svc["spec"]["healthCheckNodePort"] for svc in self.cluster.store.list("Service")
                   if svc["spec"].get("healthCheckNodePort")}
         for node_name, ns in self.topology.node_ns.items():

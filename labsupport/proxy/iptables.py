@@ -15,29 +15,26 @@ NAT_CHAINS_FIXED = ("KUBE-NODEPORTS", "KUBE-SERVICES", "KUBE-MARK-MASQ", "KUBE-P
 FILTER_CHAINS_FIXED = ("KUBE-NODEPORTS", "KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-FIREWALL",
                        "KUBE-FORWARD", "KUBE-PROXY-FIREWALL")
 
-# The jump rules kube-proxy installs in the built-in chains (outside the restored KUBE-* chains).
+# The jump rules kube-proxy installs in the built-in chains (outside the restored KUBE-* chains), in the order
+# `iptables-save` lists them: kube-proxy inserts each at the top of its chain, so the last it ensures comes first.
+_NEW = "-m conntrack --ctstate NEW -m comment --comment"
 JUMP_RULES = {
     "filter": (
-        ("INPUT", '-m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS'),
-        ("INPUT", '-m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" '
-                  '-j KUBE-EXTERNAL-SERVICES'),
-        ("FORWARD", '-m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" '
-                    '-j KUBE-EXTERNAL-SERVICES'),
-        ("OUTPUT", '-m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES'),
-        ("FORWARD", '-m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES'),
-        ("INPUT", '-m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" '
-                  '-j KUBE-PROXY-FIREWALL'),
-        ("OUTPUT", '-m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" '
-                   '-j KUBE-PROXY-FIREWALL'),
-        ("FORWARD", '-m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" '
-                    '-j KUBE-PROXY-FIREWALL'),
-        ("FORWARD", '-m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD'),
         ("INPUT", "-j KUBE-FIREWALL"),
+        ("INPUT", f'{_NEW} "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL'),
+        ("INPUT", '-m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS'),
+        ("INPUT", f'{_NEW} "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES'),
+        ("FORWARD", f'{_NEW} "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL'),
+        ("FORWARD", '-m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD'),
+        ("FORWARD", f'{_NEW} "kubernetes service portals" -j KUBE-SERVICES'),
+        ("FORWARD", f'{_NEW} "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES'),
         ("OUTPUT", "-j KUBE-FIREWALL"),
+        ("OUTPUT", f'{_NEW} "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL'),
+        ("OUTPUT", f'{_NEW} "kubernetes service portals" -j KUBE-SERVICES'),
     ),
     "nat": (
-        ("OUTPUT", '-m comment --comment "kubernetes service portals" -j KUBE-SERVICES'),
         ("PREROUTING", '-m comment --comment "kubernetes service portals" -j KUBE-SERVICES'),
+        ("OUTPUT", '-m comment --comment "kubernetes service portals" -j KUBE-SERVICES'),
         ("POSTROUTING", '-m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING'),
     ),
 }
@@ -194,6 +191,9 @@ def _write_port(t: _Tables, port: ServicePort, endpoints: tuple[Endpoint, ...], 
         if allow_node:
             for ip in port.load_balancer_ips:
                 rules.append(f"{head} -s {ip} -j {ext_chain}")
+        # what falls through is not DNATed, so KUBE-PROXY-FIREWALL drops it; upstream says so in the chain
+        rules.append(f'-A {fw_chain} -m comment --comment "other traffic to {name} will be dropped by '
+                     'KUBE-PROXY-FIREWALL"')
 
     prefix = port.port_name_string + proto
     sep_names = {ep.key: "KUBE-SEP-" + _hash(prefix + ep.key) for ep in sel.reachable}
@@ -230,8 +230,9 @@ def _write_balancing(rules: list[str], port: ServicePort, chain: str, endpoints:
 
 
 def build_tables(services: Iterable[dict], endpointslices: Iterable[dict], node: NodeInfo, cfg: ProxyConfig,
-                 nfacct: bool = False) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """The filter and nat chains (name -> `-A` lines) kube-proxy would restore."""
+                 nfacct: bool = False, random_fully: bool = False) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The filter and nat chains (name -> `-A` lines) kube-proxy would restore (random_fully: the node's iptables
+    offers `MASQUERADE --random-fully`, which kube-proxy then always uses)."""
     by_service = group_slices(endpointslices)
     ports: list[tuple[ServicePort, tuple[Endpoint, ...]]] = []
     total = 0
@@ -265,7 +266,8 @@ def build_tables(services: Iterable[dict], endpointslices: Iterable[dict], node:
     nat["KUBE-POSTROUTING"] += [
         f"-A KUBE-POSTROUTING -m mark ! --mark {cfg.mark}/{cfg.mark} -j RETURN",
         f"-A KUBE-POSTROUTING -j MARK --xor-mark {cfg.mark}",
-        '-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE',
+        '-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE'
+        + (" --random-fully" if random_fully else ""),
     ]
     # With nfacct, NodePort traffic arriving on 127.0.0.0/8 is counted by a rule of its own.
     localhost_accounting = nfacct and cfg.localhost_node_ports and _nodeports_include_loopback(node, cfg)
@@ -316,11 +318,11 @@ def dump(filter_chains: dict[str, list[str]], nat_chains: dict[str, list[str]], 
 
 
 def render_iptables(services: Iterable[dict], endpointslices: Iterable[dict], node: dict, config: dict | None = None,
-                    *, nfacct: bool = False, with_jumps: bool = False) -> str:
+                    *, nfacct: bool = False, with_jumps: bool = False, random_fully: bool = False) -> str:
     """The `iptables-save` dump of kube-proxy's chains on `node` (filter then nat, chains sorted like upstream)."""
     with paused_gc():
         filt, nat = build_tables(services, endpointslices, NodeInfo.from_node(node), ProxyConfig.from_dict(config),
-                                 nfacct)
+                                 nfacct, random_fully)
         return dump(filt, nat, with_jumps)
 
 

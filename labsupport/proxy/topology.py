@@ -327,11 +327,16 @@ class ProxyConfig:
         return cls(
             cluster_cidr=cidr,
             masquerade_bit=14 if bit is None else int(bit),
-            masquerade_all=bool(ipt.get("masqueradeAll", config.get("masqueradeAll", False))),
-            localhost_node_ports=bool(ipt.get("localhostNodePorts", True)),
+            masquerade_all=bool(_given(ipt.get("masqueradeAll"), config.get("masqueradeAll"), False)),
+            localhost_node_ports=bool(_given(ipt.get("localhostNodePorts"), True)),
             node_port_addresses=tuple(config.get("nodePortAddresses") or ()),
             ipvs_scheduler=ipvs.get("scheduler") or "rr",
-            ipvs_strict_arp=bool(ipvs.get("strictARP", False)))
+            ipvs_strict_arp=bool(_given(ipvs.get("strictARP"), False)))
+
+
+def _given(*values):
+    """The first value that is set: a null field of a KubeProxyConfiguration takes its default, as upstream."""
+    return next(v for v in values if v is not None)
 
 
 def node_port_ips(node: NodeInfo, config: ProxyConfig, default_primary: bool) -> tuple[str, ...] | None:

@@ -26,13 +26,16 @@ class EmbeddedBackend:
     """The embedded control plane with the modelled data plane (`sim`); `netns` swaps in a real kernel's."""
 
     name = "sim"
+    #: The Lab options this backend takes besides the shared ones.
+    options_allowed = frozenset({"control_plane", "node_labels", "max_pods", "name"})
 
     def __init__(self, *, seed: int = 0, proxy_mode: str = "iptables", workers: int = 3,
                  zones: tuple[str, ...] | None = None, max_endpoints_per_slice: int = 100, record_events: bool = True,
                  **options: Any):
-        unknown = set(options) - {"control_plane", "node_labels", "max_pods", "name"}
+        unknown = set(options) - self.options_allowed
         if unknown:
             raise BadRequest(f"unknown Lab option(s): {', '.join(sorted(unknown))}")
+        self.options = options
         config = ClusterConfig(workers=workers, zones=tuple(zones or ZONES), proxy_mode=proxy_mode,
                                max_endpoints_per_slice=max_endpoints_per_slice, record_events=record_events,
                                control_plane=options.get("control_plane", True),
@@ -44,6 +47,7 @@ class EmbeddedBackend:
         self.network = self.make_network(seed)
         self.cluster.connect_data_plane(self.network, prober=self.prober())
         self._apiserver = None
+        self.start_data_plane(proxy_mode)
 
     # --- the data plane (what `netns` replaces) ------------------------------------------------------------
     def preflight(self, proxy_mode: str) -> None:
@@ -56,6 +60,9 @@ class EmbeddedBackend:
     def prober(self) -> Any:
         """A prober that probes pods for real, or None to let the kubelet model answer."""
         return None
+
+    def start_data_plane(self, proxy_mode: str) -> None:
+        """Start what runs beside the cluster once it exists (the model needs nothing)."""
 
     # --- objects -------------------------------------------------------------------------------------------
     def apply(self, obj: dict) -> dict:
@@ -132,21 +139,25 @@ class EmbeddedBackend:
     # --- network -------------------------------------------------------------------------------------------
     def nslookup(self, name: str, pod: str | None):
         """nslookup through the cluster DNS."""
+        self.before_traffic()
         with self.cluster.lock:
             return self.network.nslookup(name, pod)
 
     def curl(self, url: str, source: str, **options: Any):
         """One request."""
+        self.before_traffic()
         with self.cluster.lock:
             return self.network.curl(url, source, **options)
 
     def connect(self, url: str, source: str):
         """A keep-alive connection."""
+        self.before_traffic()
         with self.cluster.lock:
             return self.network.connect(url, source)
 
     def trace(self, url: str, source: str):
         """Trace one new connection."""
+        self.before_traffic()
         with self.cluster.lock:
             return self.network.trace(url, source)
 
@@ -159,6 +170,9 @@ class EmbeddedBackend:
         if self.cluster.store.find("Node", None, node) is None:
             raise NotFound.of("nodes", node)
         return node
+
+    def before_traffic(self) -> None:
+        """Let whatever programs the data plane catch up before a packet is sent (the model is always current)."""
 
     def proxy_rules(self, node: str | None) -> str:
         """The node's rules."""

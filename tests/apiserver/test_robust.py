@@ -25,8 +25,8 @@ def test_discovery(api):
         "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"})
     doc = json.loads(body)
     assert doc["kind"] == "APIGroupDiscoveryList"
-    assert {g["metadata"]["name"] for g in doc["items"]} >= {"apps", "discovery.k8s.io", "authentication.k8s.io",
-                                                          "authorization.k8s.io"}
+    assert {g["metadata"]["name"] for g in doc["items"]} >= {"apps", "discovery.k8s.io", "networking.k8s.io",
+                                                          "authentication.k8s.io", "authorization.k8s.io"}
     status, legacy = api.json("GET", "/api/v1")
     assert {r["name"] for r in legacy["resources"]} >= {"pods", "pods/log", "pods/exec", "services", "endpoints"}
     status, version = api.json("GET", "/version")

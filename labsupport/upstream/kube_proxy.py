@@ -1,0 +1,226 @@
+"""The real kube-proxy in a network namespace, as one node, against the embedded API server.
+
+Its configuration is the cluster's own kube-proxy ConfigMap (`config.conf`) with what a namespace needs: the
+kubeconfig of the embedded API server, JSON on the wire, the node named by `hostnameOverride`, and no conntrack
+tuning (the conntrack table's size is the host's, not a namespace's). Syncs are awaited through its metrics
+(the time a change was queued against the time rules were last written), never by sleeping.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+import yaml
+
+from labsupport.netns.namespaces import KernelError, run_in
+from labsupport.errors import LabError
+from labsupport.upstream.binaries import BUILD_HINT, binary
+
+HEALTHZ_PORT = 10256
+METRICS_PORT = 10249
+START_TIMEOUT = 60.0
+SYNC_TIMEOUT = 60.0
+POLL = 0.1
+
+# What a clean run's log must not contain: every way client-go reports that a list or watch went wrong.
+LOG_PROBLEMS = re.compile(
+    r"Failed to watch|[Ff]ailed to list \*|watch of \S+ ended with|Unhandled Error|reflector\.go.*(?:error|"
+    r"fail)|the server could not find the requested resource|could not find the requested resource|"
+    r"no kind is registered|unknown \(get |is forbidden|Unauthorized|http2: |unexpected EOF|"
+    r"Failed to (?:get|update|create|patch)|Error syncing|an error on the server", re.IGNORECASE)
+
+
+class UpstreamError(LabError):
+    """The real kube-proxy or CoreDNS could not be started or did not do what was asked in time."""
+
+
+def configuration(config_map: dict, node: str, mode: str, kubeconfig: str) -> dict:
+    """The KubeProxyConfiguration for one node: the ConfigMap's `config.conf` adapted to a network namespace."""
+    try:
+        config = yaml.safe_load(config_map["data"]["config.conf"])
+    except (KeyError, TypeError, yaml.YAMLError) as e:
+        raise UpstreamError("the kube-proxy ConfigMap (kube-system/kube-proxy) has no readable data.config.conf")\
+            from e
+    config = dict(config)
+    config["mode"] = mode
+    config["hostnameOverride"] = node
+    config["clientConnection"] = dict(config.get("clientConnection") or {}, kubeconfig=kubeconfig,
+                                      contentType="application/json", acceptContentTypes="application/json")
+    # maxPerCore 0 leaves nf_conntrack_max alone and 0s leaves each timeout as it is
+    config["conntrack"] = {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"}
+    config["healthzBindAddress"] = f"0.0.0.0:{HEALTHZ_PORT}"
+    config["metricsBindAddress"] = f"127.0.0.1:{METRICS_PORT}"
+    config["oomScoreAdj"] = None
+    return config
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Prometheus text exposition: metric name (with labels, as written) -> value."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, _, value = line.rpartition(" ")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            continue
+    return out
+
+
+class UpstreamKubeProxy:
+    """The real kube-proxy, run in namespace `ns` as node `node`, watching the API server of `kubeconfig`."""
+
+    def __init__(self, ns: str, node: str, config_map: dict, kubeconfig: str, *, mode: str = "iptables",
+                 verbosity: int = 2):
+        if mode not in ("iptables", "nftables"):
+            raise UpstreamError(f"the real kube-proxy runs here in iptables or nftables mode, not {mode!r}")
+        self.ns = ns
+        self.node = node
+        self.mode = mode
+        self.kubeconfig = kubeconfig
+        self.config_map = config_map
+        self.verbosity = verbosity
+        self.dir: str | None = None
+        self.process: subprocess.Popen | None = None
+        self._log = None
+
+    # --- lifecycle -----------------------------------------------------------------------------------------
+    def start(self, timeout: float = START_TIMEOUT) -> "UpstreamKubeProxy":
+        """Start kube-proxy and return once it has written its first complete rule set."""
+        path = binary("kube-proxy")
+        if path is None:
+            raise UpstreamError(f"the real kube-proxy is not built: {BUILD_HINT}")
+        self.dir = tempfile.mkdtemp(prefix=f"labsupport-kube-proxy-{self.node}-")
+        config_path = os.path.join(self.dir, "config.json")
+        with open(config_path, "w") as fh:
+            json.dump(configuration(self.config_map, self.node, self.mode, self.kubeconfig), fh, indent=1)
+        self._log = open(os.path.join(self.dir, "kube-proxy.log"), "wb")
+        self.process = subprocess.Popen(
+            ["ip", "netns", "exec", self.ns, path, f"--config={config_path}", f"--hostname-override={self.node}",
+             f"--v={self.verbosity}"], stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            self.wait_synced(since=0.0, timeout=timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop kube-proxy (its rules stay, as on a node whose kube-proxy exits) and close its log."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def remove(self) -> None:
+        """Stop kube-proxy and delete its working folder."""
+        self.stop()
+        if self.dir:
+            import shutil
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def __enter__(self) -> "UpstreamKubeProxy":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+    # --- what it says --------------------------------------------------------------------------------------
+    def log(self) -> str:
+        """Everything kube-proxy has logged so far."""
+        if not self.dir:
+            return ""
+        with open(os.path.join(self.dir, "kube-proxy.log"), "rb") as fh:
+            return fh.read().decode(errors="replace")
+
+    def log_problems(self) -> list[str]:
+        """Log lines that report a failed list or watch, an unknown resource or a refused request."""
+        return [line for line in self.log().splitlines() if LOG_PROBLEMS.search(line)]
+
+    def _get(self, port: int, path: str) -> str | None:
+        proc = run_in(self.ns, ["curl", "-s", "--max-time", "2", f"http://127.0.0.1:{port}{path}"], timeout=10)
+        return proc.stdout if proc.returncode == 0 else None
+
+    def metrics(self) -> dict[str, float]:
+        """kube-proxy's metrics now (empty while it is not serving them)."""
+        text = self._get(METRICS_PORT, "/metrics")
+        return parse_metrics(text) if text else {}
+
+    def healthz(self) -> dict | None:
+        """kube-proxy's /healthz answer (None while it is not serving it)."""
+        text = self._get(HEALTHZ_PORT, "/healthz")
+        try:
+            return json.loads(text) if text else None
+        except ValueError:
+            return None
+
+    def sync_state(self) -> tuple[float, float, float]:
+        """IPv4: (when a change was last queued, when rules were last written, changes not yet written), with
+        Unix seconds, 0 for never."""
+        m = self.metrics()
+        family = '{ip_family="IPv4"}'
+        return (m.get(f"kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{family}", 0.0),
+                m.get(f"kubeproxy_sync_proxy_rules_last_timestamp_seconds{family}", 0.0),
+                m.get("kubeproxy_sync_proxy_rules_service_changes_pending", 0.0)
+                + m.get("kubeproxy_sync_proxy_rules_endpoint_changes_pending", 0.0))
+
+    def wait_synced(self, since: float | None = None, timeout: float = SYNC_TIMEOUT) -> float:
+        """Wait until kube-proxy has seen a change made at or after `since` (Unix seconds; default now; 0: any)
+        and written rules after it, with nothing pending; returns the time of that write."""
+        since = time.time() if since is None else since
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process is not None and self.process.poll() is not None:
+                raise UpstreamError(f"kube-proxy in {self.ns} exited ({self.process.returncode}); its log ends:\n"
+                                    + "\n".join(self.log().splitlines()[-30:]))
+            queued, written, pending = self.sync_state()
+            if written and written >= queued and queued >= since and not pending:
+                return written
+            if time.monotonic() > deadline:
+                raise UpstreamError(f"kube-proxy in {self.ns} did not sync within {timeout:g} s (queued {queued}, "
+                                    f"written {written}, pending {pending:g}); its log ends:\n"
+                                    + "\n".join(self.log().splitlines()[-30:]))
+            time.sleep(POLL)
+
+    def rules(self) -> str:
+        """What kube-proxy wrote: `iptables-save` of the nat and filter tables, or the `kube-proxy` nft table."""
+        if self.mode == "nftables":
+            argv = [["nft", "list", "table", "ip", "kube-proxy"]]
+        else:
+            argv = [["iptables-save", "-t", "filter"], ["iptables-save", "-t", "nat"]]
+        out = []
+        for cmd in argv:
+            try:
+                out.append(run_in(self.ns, cmd, check=True).stdout)
+            except KernelError as e:
+                raise UpstreamError(f"could not read the rules kube-proxy wrote in {self.ns}: {e}") from e
+        return "".join(out)
+
+
+def ensure_service_cidr(cluster: Any, cidrs: tuple[str, ...] = ("10.96.0.0/12",)) -> dict:
+    """The `kubernetes` ServiceCIDR the API server of a real cluster creates at start (kube-proxy watches it)."""
+    from labsupport.apiserver.events import unseeded
+    with cluster.lock, unseeded(cluster.store):
+        found = cluster.store.find("ServiceCIDR", None, "kubernetes")
+        if found is not None:
+            return found
+        created = cluster.create({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+                                  "metadata": {"name": "kubernetes"}, "spec": {"cidrs": list(cidrs)}})
+        created = dict(created, status={"conditions": [{
+            "type": "Ready", "status": "True", "reason": "", "message": "Kubernetes Service CIDR is ready",
+            "lastTransitionTime": created["metadata"]["creationTimestamp"]}]})
+        return cluster.replace_status(created)

@@ -1,0 +1,79 @@
+"""The comparison itself (pure: runs without Go or root): what it ignores and what it must not."""
+from __future__ import annotations
+
+from labsupport.upstream.compare import canonical_iptables, canonical_nft, first_differences
+from labsupport.upstream.kube_proxy import configuration, parse_metrics
+from labsupport.upstream.binaries import missing_upstream_requirements
+
+DUMP = """*nat
+:PREROUTING ACCEPT [12:720]
+:KUBE-SERVICES - [0:0]
+:KUBE-PROXY-CANARY - [0:0]
+[3:180] -A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-A PREROUTING -j DOCKER
+-A KUBE-SERVICES -d 10.96.0.2/32 -p tcp -m comment --comment "ns/b cluster IP" -m tcp --dport 80 -j KUBE-SVC-B
+-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m comment --comment "ns/a cluster IP" -m tcp --dport 80 -j KUBE-SVC-A
+-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -j KUBE-NODEPORTS
+COMMIT
+"""
+
+
+def test_iptables_canonical_form_drops_counters_canaries_and_foreign_rules_and_groups_services():
+    text = canonical_iptables(DUMP)
+    assert "[" not in text and "CANARY" not in text and "DOCKER" not in text
+    lines = text.splitlines()
+    assert lines.index(next(l for l in lines if '"ns/a' in l)) < lines.index(next(l for l in lines if '"ns/b' in l))
+    services = [l for l in lines if l.startswith("-A KUBE-SERVICES")]
+    assert services[-1].endswith("-j KUBE-NODEPORTS")
+
+
+def test_a_changed_rule_is_a_difference():
+    other = DUMP.replace("--dport 80 -j KUBE-SVC-A", "--dport 81 -j KUBE-SVC-A")
+    diff = first_differences(canonical_iptables(DUMP), canonical_iptables(other))
+    assert "--dport 81" in diff and "--dport 80 -j KUBE-SVC-A" in diff
+
+
+def test_nft_canonical_form_sorts_objects_and_elements_but_keeps_rules_in_order():
+    a = ("table ip kube-proxy {\n\tset b {\n\t\ttype ipv4_addr\n\t\telements = { 10.0.0.2, 10.0.0.1 }\n\t}\n"
+         "\tchain a {\n\t\tip daddr 10.0.0.1 counter packets 4 bytes 240 drop # handle 7\n\t\taccept\n\t}\n}\n")
+    b = ("table ip kube-proxy {\n\tchain a {\n\t\tip daddr 10.0.0.1 drop\n\t\taccept\n\t}\n"
+         "\tset b {\n\t\ttype ipv4_addr\n\t\telements = { 10.0.0.1, 10.0.0.2 }\n\t}\n}\n")
+    assert canonical_nft(a) == canonical_nft(b)
+    swapped = b.replace("\t\tip daddr 10.0.0.1 drop\n\t\taccept\n", "\t\taccept\n\t\tip daddr 10.0.0.1 drop\n")
+    assert canonical_nft(swapped) != canonical_nft(b)
+
+
+def test_configuration_comes_from_the_config_map_adapted_to_a_namespace():
+    config_map = {"data": {"config.conf": "mode: ipvs\nclusterCIDR: 10.244.0.0/16\nconntrack: {maxPerCore: 32768}\n"}}
+    config = configuration(config_map, "lab-worker", "iptables", "/k/kubeconfig")
+    assert config["mode"] == "iptables" and config["hostnameOverride"] == "lab-worker"
+    assert config["clusterCIDR"] == "10.244.0.0/16"
+    assert config["conntrack"]["maxPerCore"] == 0
+    assert config["clientConnection"]["contentType"] == "application/json"
+    assert config["clientConnection"]["kubeconfig"] == "/k/kubeconfig"
+
+
+def test_metrics_parse_with_labels():
+    m = parse_metrics('# HELP x\nkubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 1.5e+09\n')
+    assert m['kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"}'] == 1.5e9
+
+
+def test_missing_binaries_are_named_with_the_build_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABSUPPORT_UPSTREAM_BIN", str(tmp_path))
+    problems = missing_upstream_requirements("kube-proxy")
+    assert any("kube-proxy" in p and "make upstream" in p for p in problems)
+
+
+def test_log_scan_flags_list_and_watch_trouble_only():
+    from labsupport.upstream.kube_proxy import LOG_PROBLEMS
+    bad = ['E1204 reflector.go:227] "Failed to watch" err="failed to list *v1.ServiceCIDR: the server could not '
+           'find the requested resource" type="*v1.ServiceCIDR"',
+           'E1204 event_broadcaster.go:270] "Server rejected event (will not retry!)" err="the server could not find '
+           'the requested resource"',
+           'W1204 reflector.go:561] watch of *v1.EndpointSlice ended with: an error on the server']
+    fine = ['E1204 proxier.go:1285] "Failed to list existing sets" err="receiveAckAware: netlink receive: no such '
+            'file or directory" ipFamily="IPv4"',
+            'E1204 metrics_linux.go:67] "failed to collect nfacct counter" err="object not found"',
+            'I1204 reflector.go:507] "Caches populated" type="*v1.Service"']
+    assert all(LOG_PROBLEMS.search(line) for line in bad)
+    assert not any(LOG_PROBLEMS.search(line) for line in fine)
