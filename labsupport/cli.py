@@ -1,4 +1,4 @@
-"""`labsupport up|down|status|clean|doctor|kubectl …` — one handler prints errors without a traceback."""
+"""`labsupport up|down|status|clean|doctor|kubectl|grade|report|variant …`: one handler prints errors."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     clean.set_defaults(func=_clean)
     from labsupport.apiserver.cli import register
     register(sub)
+    from labsupport.classroom.cli import register as register_classroom
+    register_classroom(sub)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -1,0 +1,278 @@
+"""Autograde a class in parallel: each submission in its own scratch course, merged into the one gradebook.
+
+Each worker runs nbgrader's own `autograde` with the course's configuration (so whatever `nbgrader_config.py`
+sets applies: kernels, timeouts, sandboxing) in the course folder, but with `CourseDirectory.root` pointed at a
+scratch course that holds a snapshot of the gradebook, the assignment's source files and that one submission.
+sqlite allows one writer, so only the parent writes to the course's `gradebook.db`, one submission at a time,
+under a file lock, through nbgrader's Gradebook API.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+from labsupport.classroom.gradebook import (GradingError, assignment_notebooks, locked, merge_marks, read_marks,
+                                            snapshot)
+
+# A submission whose nbgrader run takes longer than this is stopped and reported (nbgrader's own cell timeouts
+# normally end a runaway cell long before).
+DEFAULT_TIMEOUT = 1800.0
+
+
+@dataclass
+class Outcome:
+    """How one submission's grading went."""
+
+    student: str
+    status: str                 # graded | failed | timed out | skipped
+    seconds: float = 0.0
+    score: float | None = None
+    max_score: float | None = None
+    message: str = ""
+
+
+def default_workers() -> int:
+    """The number of cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def submitted_students(course: pathlib.Path, assignment: str) -> list[str]:
+    """Every student with a submission of `assignment` in `submitted/`, sorted."""
+    folder = course / "submitted"
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if (p / assignment).is_dir())
+
+
+def is_graded(course: pathlib.Path, assignment: str, student: str, notebooks: list[str]) -> bool:
+    """Whether an autograded copy of every notebook exists (nbgrader's own test for skipping a submission)."""
+    folder = course / "autograded" / student / assignment
+    return all((folder / f"{name}.ipynb").exists() for name in notebooks)
+
+
+def nbgrader_command() -> list[str]:
+    """How to run this environment's nbgrader."""
+    return [sys.executable, "-m", "nbgrader"]
+
+
+class ClassGrader:
+    """Grades the submissions of one assignment with a pool of workers; `run()` returns one Outcome each."""
+
+    def __init__(self, course: pathlib.Path, assignment: str, *, workers: int | None = None,
+                 students: list[str] | None = None, force: bool = False, timeout: float = DEFAULT_TIMEOUT,
+                 progress: Callable[[str], None] | None = None):
+        self.course = pathlib.Path(course).resolve()
+        self.assignment = assignment
+        self.workers = workers or default_workers()
+        if self.workers < 1:
+            raise GradingError(f"--workers must be 1 or more, not {self.workers}")
+        self.notebooks = assignment_notebooks(self.course, assignment)
+        found = submitted_students(self.course, assignment)
+        if students:
+            missing = sorted(set(students) - set(found))
+            if missing:
+                raise GradingError(f"{self.course / 'submitted'}: no submission of {assignment} from "
+                                   f"{', '.join(missing)}")
+            found = [s for s in found if s in set(students)]
+        self.students = found
+        self.force = force
+        self.timeout = timeout
+        self.progress = progress or (lambda line: None)
+        self._running: dict[str, subprocess.Popen] = {}
+        self._lock = threading.Lock()
+        self._stopping = False
+
+    # --- one submission ------------------------------------------------------------------------------------
+    def grade_one(self, student: str) -> Outcome:
+        """Autograde one submission in a scratch course and merge its marks into the course's gradebook."""
+        start = time.monotonic()
+        try:
+            return self._grade_one(student, start)
+        except Exception as e:  # one submission's trouble must not stop the class
+            return Outcome(student, "failed", time.monotonic() - start, message=f"{type(e).__name__}: {e}")
+
+    def _grade_one(self, student: str, start: float) -> Outcome:
+        with tempfile.TemporaryDirectory(prefix="labsupport-grade-") as tmp:
+            scratch = pathlib.Path(tmp)
+            snapshot(self.course, scratch / "gradebook.db")
+            source = self.course / "source" / self.assignment
+            if source.is_dir():
+                shutil.copytree(source, scratch / "source" / self.assignment)
+            shutil.copytree(self.course / "submitted" / student / self.assignment,
+                            scratch / "submitted" / student / self.assignment)
+            status, message = self._run_nbgrader(student, scratch)
+            if self._stopping:
+                return Outcome(student, "interrupted", time.monotonic() - start)
+            marks = read_marks(scratch / "gradebook.db", self.assignment, student)
+            if marks is not None:
+                merge_marks(self.course, self.assignment, student, marks)
+            graded = scratch / "autograded" / student / self.assignment
+            dest = self.course / "autograded" / student / self.assignment
+            if dest.exists():
+                shutil.rmtree(dest)
+            if status == "graded" and graded.is_dir():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copytree(graded, dest)
+            elif status == "graded":
+                status, message = "failed", message or "nbgrader left no autograded notebook"
+        outcome = Outcome(student, status, time.monotonic() - start, message=message)
+        if marks is not None and status == "graded":
+            outcome.score, outcome.max_score = marks.code_score, marks.max_code_score
+        return outcome
+
+    def _run_nbgrader(self, student: str, scratch: pathlib.Path) -> tuple[str, str]:
+        """Run `nbgrader autograde` for one student; (status, the reason when it failed)."""
+        cmd = [*nbgrader_command(), "autograde", self.assignment, "--student", student, "--force",
+               f"--CourseDirectory.root={scratch}"]
+        bindir = str(pathlib.Path(sys.executable).parent)
+        env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+        with open(scratch / "nbgrader.log", "w") as log:
+            proc = subprocess.Popen(cmd, cwd=self.course, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            with self._lock:
+                self._running[student] = proc
+            try:
+                proc.wait(timeout=self.timeout)
+                status = "graded"
+            except subprocess.TimeoutExpired:
+                _kill(proc)
+                status = "timed out"
+            finally:
+                with self._lock:
+                    self._running.pop(student, None)
+        text = (scratch / "nbgrader.log").read_text(errors="replace")
+        if status == "timed out":
+            return status, f"stopped after {self.timeout:g} s"
+        errors = [line.split("]", 1)[-1].strip() for line in text.splitlines()
+                  if line.startswith("[AutogradeApp | ERROR]")]
+        if proc.returncode != 0 or errors:
+            return "failed", (errors[0] if errors else f"nbgrader exited {proc.returncode}")[:300]
+        return "graded", ""
+
+    # --- the class -----------------------------------------------------------------------------------------
+    def run(self) -> list[Outcome]:
+        """Grade every selected submission; already graded ones are skipped unless `force`."""
+        todo, outcomes = [], []
+        for student in self.students:
+            if not self.force and is_graded(self.course, self.assignment, student, self.notebooks):
+                outcomes.append(Outcome(student, "skipped", message="already graded (use --force to regrade)"))
+            else:
+                todo.append(student)
+        if not todo:
+            self.progress(f"nothing to grade: {len(outcomes)} submission(s) already graded")
+            return outcomes
+        self.progress(f"grading {len(todo)} submission(s) of {self.assignment} with {self.workers} worker(s)"
+                      + (f", {len(outcomes)} already graded" if outcomes else ""))
+        started = time.monotonic()
+        done: list[Outcome] = []
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.workers)
+        futures = {pool.submit(self.grade_one, s): s for s in todo}
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                outcome = future.result()
+                done.append(outcome)
+                record_outcome(self.course, self.assignment, outcome)
+                self.progress(self._progress_line(outcome, done, len(todo), started))
+        except KeyboardInterrupt:
+            self._stopping = True
+            for future in futures:
+                future.cancel()
+            with self._lock:
+                running = list(self._running.values())
+            for proc in running:
+                _kill(proc)
+            pool.shutdown(wait=True)
+            self.progress(f"interrupted: {len(done)} of {len(todo)} graded and recorded; run again to grade "
+                          f"the rest")
+            raise
+        pool.shutdown(wait=True)
+        order = {s: i for i, s in enumerate(self.students)}
+        return sorted(outcomes + done, key=lambda o: order[o.student])
+
+    def _progress_line(self, outcome: Outcome, done: list[Outcome], total: int, started: float) -> str:
+        with self._lock:
+            running = sorted(self._running)
+        left = total - len(done)
+        elapsed = time.monotonic() - started
+        eta = elapsed / len(done) * left if left else 0.0
+        result = (f"{outcome.score:g}/{outcome.max_score:g}" if outcome.score is not None
+                  else f"{outcome.status.upper()}: {outcome.message}")
+        line = f"[{len(done)}/{total}] {outcome.student}: {result} ({outcome.seconds:.1f} s)"
+        if running:
+            line += f"; grading {', '.join(running)}"
+        if left:
+            line += f"; about {_duration(eta)} left"
+        return line
+
+
+def record_path(course: pathlib.Path, assignment: str) -> pathlib.Path:
+    """Where the grading runs of an assignment are recorded (status, seconds, reason), for the report."""
+    return course / ".grading" / f"{assignment}.json"
+
+
+def record_outcome(course: pathlib.Path, assignment: str, outcome: Outcome) -> None:
+    """Add one graded submission to the assignment's grading record (the latest run of each student wins)."""
+    path = record_path(course, assignment)
+    path.parent.mkdir(exist_ok=True)
+    with locked(course):
+        runs = json.loads(path.read_text()) if path.exists() else {}
+        runs[outcome.student] = asdict(outcome)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(runs, indent=1, sort_keys=True))
+        tmp.replace(path)
+
+
+def read_record(course: pathlib.Path, assignment: str) -> dict[str, Outcome]:
+    """The recorded grading runs of an assignment, by student (empty when it was never graded here)."""
+    path = record_path(course, assignment)
+    if not path.exists():
+        return {}
+    return {student: Outcome(**item) for student, item in json.loads(path.read_text()).items()}
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Stop nbgrader and the kernels it started (they share its process group)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"
+
+
+def summary_table(outcomes: list[Outcome]) -> str:
+    """The end-of-run table: one row per submission, then the counts."""
+    rows = [("student", "status", "score", "seconds", "note")]
+    for o in outcomes:
+        score = f"{o.score:g} / {o.max_score:g}" if o.score is not None else "-"
+        seconds = f"{o.seconds:.1f}" if o.status != "skipped" else "-"
+        rows.append((o.student, o.status, score, seconds, o.message))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:4], widths)) + ("  " + r[4] if r[4] else "")
+             for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        counts[o.status] = counts.get(o.status, 0) + 1
+    lines.append("")
+    lines.append(", ".join(f"{n} {status}" for status, n in counts.items()) or "no submissions")
+    return "\n".join(lines)
