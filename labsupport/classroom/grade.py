@@ -136,6 +136,8 @@ class ClassGrader:
 
     def _run_nbgrader(self, student: str, scratch: pathlib.Path) -> tuple[str, str]:
         """Run `nbgrader autograde` for one student; (status, the reason when it failed)."""
+        if self._stopping:
+            return "interrupted", ""
         cmd = [*nbgrader_command(), "autograde", self.assignment, "--student", student, "--force",
                f"--CourseDirectory.root={scratch}"]
         bindir = str(pathlib.Path(sys.executable).parent)
@@ -159,7 +161,8 @@ class ClassGrader:
             return status, f"stopped after {self.timeout:g} s"
         errors = [line.split("]", 1)[-1].strip() for line in text.splitlines()
                   if line.startswith("[AutogradeApp | ERROR]")]
-        if proc.returncode != 0 or errors:
+        # nbgrader logs a cell it had to interrupt as an error too, yet grades the notebook: its exit code decides
+        if proc.returncode != 0:
             return "failed", (errors[0] if errors else f"nbgrader exited {proc.returncode}")[:300]
         return "graded", ""
 
@@ -244,12 +247,36 @@ def read_record(course: pathlib.Path, assignment: str) -> dict[str, Outcome]:
     return {student: Outcome(**item) for student, item in json.loads(path.read_text()).items()}
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (Linux /proc; kernels run in sessions of their own, so a process group misses
+    them)."""
+    children: dict[int, list[int]] = {}
+    for entry in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def _kill(proc: subprocess.Popen) -> None:
-    """Stop nbgrader and the kernels it started (they share its process group)."""
+    """Stop nbgrader and every process it started (its kernels included)."""
+    below = _descendants(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    for pid in below:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     proc.wait()
 
 
