@@ -2,10 +2,10 @@
 
 Run: .venv/bin/python bench/bench_grading.py [--submissions 20] [--workers N] [--assignment 05-troubleshooting]
      [--quick]
-Targets (2-core machine): ≤ 15 s per submission serially; parallel ≤ 0.6 × serial. The submissions are the reference
-solutions of every assignment in turn (so the batch mixes light and heavy notebooks), each for its own student (so
-each is graded against its own variant); the same batch is written into two temporary copies of the course, one
-graded by each command, and their gradebooks must agree mark for mark.
+Targets (2-core machine): ≤ 15 s per submission serially; parallel ≤ 0.6 × serial. The submissions are the
+reference solutions of every assignment in turn (so the batch mixes light and heavy notebooks), each for its own
+student (so each is graded against its own variant); the same batch is written into two temporary copies of the
+course, one graded by each command, and their gradebooks must agree mark for mark.
 """
 from __future__ import annotations
 

@@ -288,8 +288,9 @@ checks.choice(diagnosis_pay, "targetPort", CAUSES)'''),
 
 The team's manifest `ADMIN_SVC` exposes the `admin` Deployment on your NodePort (`task.taken_node_port`). Apply
 it and catch the API server's refusal (`from labsupport import Invalid`; `except Invalid as err`); keep its
-message in `admin_error` (`str(err)`). Then set `diagnosis_admin` and create the Service in a way that cannot clash (let the API server
-choose the port). It must answer from outside the cluster on every node's IP at its nodePort."""),
+message in `admin_error` (`str(err)`). Then set `diagnosis_admin` and create the Service in a way that cannot
+clash (let the API server choose the port). It must answer from outside the cluster on every node's IP at its
+nodePort."""),
         solution("admin", '''
 from labsupport import Invalid
 
@@ -315,11 +316,11 @@ checks.choice(diagnosis_admin, "nodePort", CAUSES)'''),
         md("""
 ## Problem 5: `api` (3 points)
 
-`api` was scaled from one pod to your number of pods (`task.api_replicas`), yet `conn.request()` (the open connection of the client) always reaches
-the same pod: try `Counter(conn.request().body for _ in range(30))` (`from collections import Counter`).
-Set `diagnosis_api`. Then fix the client side: close `conn`, and make 30 requests per pod to `http://api/hostname` from
-`pod/client` that kube-proxy can spread (each its own connection). Count the answers per pod (`.body` of
-`/hostname` is the pod's name) into the dict `hits`."""),
+`api` was scaled from one pod to your number of pods (`task.api_replicas`), yet `conn.request()` (the open
+connection of the client) always reaches the same pod: try `Counter(conn.request().body for _ in range(30))`
+(`from collections import Counter`). Set `diagnosis_api`. Then fix the client side: close `conn`, and make 30
+requests per pod to `http://api/hostname` from `pod/client` that kube-proxy can spread (each its own
+connection). Count the answers per pod (`.body` of `/hostname` is the pod's name) into the dict `hits`."""),
         solution("api", '''
 from collections import Counter
 
