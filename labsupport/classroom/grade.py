@@ -77,7 +77,7 @@ class ClassGrader:
                  progress: Callable[[str], None] | None = None):
         self.course = pathlib.Path(course).resolve()
         self.assignment = assignment
-        self.workers = workers or default_workers()
+        self.workers = default_workers() if workers is None else workers
         if self.workers < 1:
             raise GradingError(f"--workers must be 1 or more, not {self.workers}")
         self.notebooks = assignment_notebooks(self.course, assignment)
