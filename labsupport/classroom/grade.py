@@ -13,8 +13,6 @@ import json
 import os
 import pathlib
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -24,6 +22,7 @@ from typing import Callable
 
 from labsupport.classroom.gradebook import (GradingError, assignment_notebooks, locked, merge_marks, read_marks,
                                             snapshot)
+from labsupport.classroom.runner import NbgraderRun
 
 # A submission whose nbgrader run takes longer than this is stopped and reported (nbgrader's own cell timeouts
 # normally end a runaway cell long before).
@@ -64,11 +63,6 @@ def is_graded(course: pathlib.Path, assignment: str, student: str, notebooks: li
     return all((folder / f"{name}.ipynb").exists() for name in notebooks)
 
 
-def nbgrader_command() -> list[str]:
-    """How to run this environment's nbgrader."""
-    return [sys.executable, "-m", "nbgrader"]
-
-
 class ClassGrader:
     """Grades the submissions of one assignment with a pool of workers; `run()` returns one Outcome each."""
 
@@ -92,7 +86,7 @@ class ClassGrader:
         self.force = force
         self.timeout = timeout
         self.progress = progress or (lambda line: None)
-        self._running: dict[str, subprocess.Popen] = {}
+        self._running: dict[str, NbgraderRun] = {}
         self._lock = threading.Lock()
         self._stopping = False
 
@@ -138,32 +132,27 @@ class ClassGrader:
         """Run `nbgrader autograde` for one student; (status, the reason when it failed)."""
         if self._stopping:
             return "interrupted", ""
-        cmd = [*nbgrader_command(), "autograde", self.assignment, "--student", student, "--force",
-               f"--CourseDirectory.root={scratch}"]
+        argv = ["autograde", self.assignment, "--student", student, "--force", f"--CourseDirectory.root={scratch}"]
         bindir = str(pathlib.Path(sys.executable).parent)
         env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
-        with open(scratch / "nbgrader.log", "w") as log:
-            proc = subprocess.Popen(cmd, cwd=self.course, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        run = NbgraderRun(argv, self.course, env, scratch / "nbgrader.log")
+        with self._lock:
+            self._running[student] = run
+        try:
+            status = "graded" if run.wait(self.timeout) else "timed out"
+            if status == "timed out":
+                run.stop()
+        finally:
             with self._lock:
-                self._running[student] = proc
-            try:
-                proc.wait(timeout=self.timeout)
-                status = "graded"
-            except subprocess.TimeoutExpired:
-                _kill(proc)
-                status = "timed out"
-            finally:
-                with self._lock:
-                    self._running.pop(student, None)
+                self._running.pop(student, None)
         text = (scratch / "nbgrader.log").read_text(errors="replace")
         if status == "timed out":
             return status, f"stopped after {self.timeout:g} s"
         errors = [line.split("]", 1)[-1].strip() for line in text.splitlines()
                   if line.startswith("[AutogradeApp | ERROR]")]
         # nbgrader logs a cell it had to interrupt as an error too, yet grades the notebook: its exit code decides
-        if proc.returncode != 0:
-            return "failed", (errors[0] if errors else f"nbgrader exited {proc.returncode}")[:300]
+        if run.returncode != 0:
+            return "failed", (errors[0] if errors else f"nbgrader exited {run.returncode}")[:300]
         return "graded", ""
 
     # --- the class -----------------------------------------------------------------------------------------
@@ -196,8 +185,8 @@ class ClassGrader:
                 future.cancel()
             with self._lock:
                 running = list(self._running.values())
-            for proc in running:
-                _kill(proc)
+            for run in running:
+                run.stop()
             pool.shutdown(wait=True)
             self.progress(f"interrupted: {len(done)} of {len(todo)} graded and recorded; run again to grade "
                           f"the rest")
@@ -245,39 +234,6 @@ def read_record(course: pathlib.Path, assignment: str) -> dict[str, Outcome]:
     if not path.exists():
         return {}
     return {student: Outcome(**item) for student, item in json.loads(path.read_text()).items()}
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below `pid` (Linux /proc; kernels run in sessions of their own, so a process group misses
-    them)."""
-    children: dict[int, list[int]] = {}
-    for entry in pathlib.Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = entry.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    """Stop nbgrader and every process it started (its kernels included)."""
-    below = _descendants(proc.pid)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    for pid in below:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait()
 
 
 def _duration(seconds: float) -> str:
