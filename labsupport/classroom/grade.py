@@ -22,7 +22,7 @@ from typing import Callable
 
 from labsupport.classroom.gradebook import (GradingError, assignment_notebooks, locked, merge_marks, read_marks,
                                             snapshot)
-from labsupport.classroom.runner import NbgraderRun
+from labsupport.classroom.runner import NbgraderRun, warm_up
 
 # A submission whose nbgrader run takes longer than this is stopped and reported (nbgrader's own cell timeouts
 # normally end a runaway cell long before).
@@ -169,6 +169,7 @@ class ClassGrader:
             return outcomes
         self.progress(f"grading {len(todo)} submission(s) of {self.assignment} with {self.workers} worker(s)"
                       + (f", {len(outcomes)} already graded" if outcomes else ""))
+        warm_up()
         started = time.monotonic()
         done: list[Outcome] = []
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.workers)

@@ -30,6 +30,13 @@ def context():
         return _context
 
 
+def warm_up() -> None:
+    """Start the forkserver now, so that its import of nbgrader overlaps with other work."""
+    context()
+    from multiprocessing import forkserver
+    forkserver.ensure_running()
+
+
 def _nbgrader_main(argv: list[str], cwd: str, env: dict[str, str], log_path: str) -> None:
     """The child: a session of its own, output to the log file, then nbgrader's own entry point."""
     os.setsid()
