@@ -10,7 +10,9 @@ import sys
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the classroom subcommands to the `labsupport` CLI."""
     grade = subparsers.add_parser("grade", help="autograde every submission of an assignment in parallel")
-    grade.add_argument("assignment", help="the assignment id, e.g. 01-endpointslices")
+    grade.add_argument("assignment", nargs="+",
+                       help="the assignment id, e.g. 01-endpointslices (several, or '*' for every assignment with "
+                            "submissions)")
     grade.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: cores)")
     grade.add_argument("--student", action="append", default=None, metavar="ID",
                        help="grade only this student (repeatable)")
@@ -34,13 +36,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_grade(args) -> int:
     """Grade, print progress on stderr and the summary table on stdout; 1 when a submission failed."""
-    from labsupport.classroom.grade import DEFAULT_TIMEOUT, ClassGrader, summary_table
-    grader = ClassGrader(pathlib.Path(args.course), args.assignment, workers=args.workers, students=args.student,
-                         force=args.force, timeout=args.timeout or DEFAULT_TIMEOUT,
-                         progress=lambda line: print(line, file=sys.stderr, flush=True))
-    outcomes = grader.run()
-    print(summary_table(outcomes))
-    return 1 if any(o.status in ("failed", "timed out") for o in outcomes) else 0
+    from labsupport.classroom.grade import DEFAULT_TIMEOUT, ClassGrader, submitted_assignments, summary_table
+    from labsupport.classroom.runner import warm_up
+    warm_up()
+    course = pathlib.Path(args.course)
+    assignments = submitted_assignments(course) if args.assignment == ["*"] else args.assignment
+    failed = False
+    for assignment in assignments:
+        grader = ClassGrader(course, assignment, workers=args.workers, students=args.student, force=args.force,
+                             timeout=args.timeout or DEFAULT_TIMEOUT,
+                             progress=lambda line: print(line, file=sys.stderr, flush=True))
+        outcomes = grader.run()
+        if len(assignments) > 1:
+            print(f"== {assignment}")
+        print(summary_table(outcomes))
+        failed = failed or any(o.status in ("failed", "timed out") for o in outcomes)
+    return 1 if failed else 0
 
 
 def cmd_report(args) -> int:

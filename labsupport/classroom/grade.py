@@ -20,9 +20,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from labsupport.classroom.gradebook import (GradingError, assignment_notebooks, locked, merge_marks, read_marks,
-                                            snapshot)
-from labsupport.classroom.runner import NbgraderRun, warm_up
+from labsupport.classroom.gradebook import GradingError, assignment_notebooks, locked, merge_from_scratch, snapshot
+from labsupport.classroom.runner import NbgraderRun, call_in_child, warm_up
 
 # A submission whose nbgrader run takes longer than this is stopped and reported (nbgrader's own cell timeouts
 # normally end a runaway cell long before).
@@ -55,6 +54,15 @@ def submitted_students(course: pathlib.Path, assignment: str) -> list[str]:
     if not folder.is_dir():
         return []
     return sorted(p.name for p in folder.iterdir() if (p / assignment).is_dir())
+
+
+def submitted_assignments(course: pathlib.Path) -> list[str]:
+    """Every assignment someone has a submission of in `submitted/`, sorted."""
+    folder = course / "submitted"
+    if not folder.is_dir():
+        return []
+    return sorted({p.name for student in folder.iterdir() if student.is_dir() for p in student.iterdir()
+                   if p.is_dir()})
 
 
 def is_graded(course: pathlib.Path, assignment: str, student: str, notebooks: list[str]) -> bool:
@@ -111,9 +119,10 @@ class ClassGrader:
             status, message = self._run_nbgrader(student, scratch)
             if self._stopping:
                 return Outcome(student, "interrupted", time.monotonic() - start)
-            marks = read_marks(scratch / "gradebook.db", self.assignment, student)
-            if marks is not None:
-                merge_marks(self.course, self.assignment, student, marks)
+            # the merge runs where nbgrader is imported already (a fork of the server), under the gradebook lock
+            if call_in_child(merge_from_scratch, self.course, scratch, self.assignment, student) != 0:
+                raise GradingError(f"merging the marks of {student} into {self.course / 'gradebook.db'} failed")
+            merged = json.loads((scratch / "merged.json").read_text())
             graded = scratch / "autograded" / student / self.assignment
             dest = self.course / "autograded" / student / self.assignment
             if dest.exists():
@@ -124,8 +133,8 @@ class ClassGrader:
             elif status == "graded":
                 status, message = "failed", message or "nbgrader left no autograded notebook"
         outcome = Outcome(student, status, time.monotonic() - start, message=message)
-        if marks is not None and status == "graded":
-            outcome.score, outcome.max_score = marks.code_score, marks.max_code_score
+        if merged["marks"] and status == "graded":
+            outcome.score, outcome.max_score = merged["score"], merged["max_score"]
         return outcome
 
     def _run_nbgrader(self, student: str, scratch: pathlib.Path) -> tuple[str, str]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import pathlib
 import sqlite3
 import warnings
@@ -111,18 +112,39 @@ def merge_marks(course: pathlib.Path, assignment: str, student: str, marks: Subm
 
 
 def assignment_notebooks(course: pathlib.Path, assignment: str) -> list[str]:
-    """The notebook names of an assignment as the gradebook knows it; a clear error when it does not."""
-    from nbgrader.api import Gradebook, MissingEntry
+    """The notebook names of an assignment as the gradebook knows it; a clear error when it does not.
+
+    Read with plain sqlite (nbgrader's schema), so that a grading run's parent process need not import nbgrader.
+    """
     path = course / "gradebook.db"
     if not path.exists():
         raise GradingError(f"{course}: no gradebook.db here; run this in the course folder, after "
                            f"`nbgrader generate_assignment {assignment}`")
-    with Gradebook(db_url(path)) as gb:
-        try:
-            return [nb.name for nb in gb.find_assignment(assignment).notebooks]
-        except MissingEntry:
-            raise GradingError(f"{path}: no assignment {assignment!r} in the gradebook; run "
-                               f"`nbgrader generate_assignment {assignment}` first") from None
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        known = db.execute("SELECT id FROM assignment WHERE name = ?", (assignment,)).fetchone()
+        names = [row[0] for row in db.execute(
+            "SELECT notebook.name FROM notebook JOIN assignment ON notebook.assignment_id = assignment.id "
+            "WHERE assignment.name = ? ORDER BY notebook.name", (assignment,))]
+    except sqlite3.Error as e:
+        raise GradingError(f"{path}: not an nbgrader gradebook ({e})") from e
+    finally:
+        db.close()
+    if known is None:
+        raise GradingError(f"{path}: no assignment {assignment!r} in the gradebook; run "
+                           f"`nbgrader generate_assignment {assignment}` first")
+    return names
+
+
+def merge_from_scratch(course: pathlib.Path, scratch: pathlib.Path, assignment: str, student: str) -> None:
+    """Merge one student's marks from a scratch course's gradebook into the course's; write what was merged to
+    `scratch/merged.json` (whether there were marks, and the autograded score and its maximum)."""
+    marks = read_marks(scratch / "gradebook.db", assignment, student)
+    if marks is not None:
+        merge_marks(course, assignment, student, marks)
+    summary = {"marks": marks is not None, "score": marks.code_score if marks else None,
+               "max_score": marks.max_code_score if marks else None}
+    (scratch / "merged.json").write_text(json.dumps(summary))
 
 
 def all_marks(gradebook: pathlib.Path, assignment: str) -> dict[tuple[str, str, str], tuple]:

@@ -14,7 +14,9 @@ import signal
 import sys
 import threading
 
-PRELOAD = ["nbgrader.apps.nbgraderapp"]
+# nbgrader's apps, and what autograding and the course's config go on to import.
+PRELOAD = ["nbgrader.apps.nbgraderapp", "nbgrader.converters", "nbgrader.preprocessors", "nbconvert.preprocessors",
+           "jupyter_client.manager", "labsupport.tasks"]
 _context_lock = threading.Lock()
 _context = None
 
@@ -83,6 +85,14 @@ class NbgraderRun:
             except (ProcessLookupError, PermissionError):
                 pass
         self.process.join()
+
+
+def call_in_child(func, *args) -> int:
+    """Run `func(*args)` in a fork of the server (where nbgrader is imported); its exit code."""
+    process = context().Process(target=func, args=args)
+    process.start()
+    process.join()
+    return process.exitcode
 
 
 def descendants(pid: int) -> list[int]:

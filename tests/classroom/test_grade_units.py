@@ -94,3 +94,10 @@ def test_summary_table_lists_every_submission_and_the_counts():
     assert lines[2].split()[:5] == ["alice", "graded", "9", "/", "11"]
     assert lines[3].endswith("boom") and "skipped" in lines[4]
     assert lines[-1] == "1 graded, 1 failed, 1 skipped"
+
+
+def test_star_means_every_assignment_with_submissions(course):
+    from labsupport.classroom.grade import submitted_assignments
+    (course / "submitted" / "alice" / "a0").mkdir()
+    assert submitted_assignments(course) == ["a0", "a1"]
+    assert submitted_assignments(course / "nowhere") == []
