@@ -36,22 +36,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_grade(args) -> int:
     """Grade, print progress on stderr and the summary table on stdout; 1 when a submission failed."""
-    from labsupport.classroom.grade import DEFAULT_TIMEOUT, ClassGrader, submitted_assignments, summary_table
+    from labsupport.classroom.grade import DEFAULT_TIMEOUT, ClassGrader, grade_all, submitted_assignments, summary_table
     from labsupport.classroom.runner import warm_up
     warm_up()
     course = pathlib.Path(args.course)
     assignments = submitted_assignments(course) if args.assignment == ["*"] else args.assignment
-    failed = False
-    for assignment in assignments:
-        grader = ClassGrader(course, assignment, workers=args.workers, students=args.student, force=args.force,
-                             timeout=args.timeout or DEFAULT_TIMEOUT,
-                             progress=lambda line: print(line, file=sys.stderr, flush=True))
-        outcomes = grader.run()
+    graders = [ClassGrader(course, assignment, workers=args.workers, students=args.student, force=args.force,
+                           timeout=args.timeout or DEFAULT_TIMEOUT) for assignment in assignments]
+    results = grade_all(graders, lambda line: print(line, file=sys.stderr, flush=True))
+    for assignment, outcomes in zip(assignments, results):
         if len(assignments) > 1:
             print(f"== {assignment}")
         print(summary_table(outcomes))
-        failed = failed or any(o.status in ("failed", "timed out") for o in outcomes)
-    return 1 if failed else 0
+    return 1 if any(o.status in ("failed", "timed out") for outcomes in results for o in outcomes) else 0
 
 
 def cmd_report(args) -> int:

@@ -165,60 +165,93 @@ class ClassGrader:
         return "graded", ""
 
     # --- the class -----------------------------------------------------------------------------------------
-    def run(self) -> list[Outcome]:
-        """Grade every selected submission; already graded ones are skipped unless `force`."""
-        todo, outcomes = [], []
+    def pending(self) -> tuple[list[str], list[Outcome]]:
+        """(the students to grade, the outcomes of those skipped because they are graded already)."""
+        todo, skipped = [], []
         for student in self.students:
             if not self.force and is_graded(self.course, self.assignment, student, self.notebooks):
-                outcomes.append(Outcome(student, "skipped", message="already graded (use --force to regrade)"))
+                skipped.append(Outcome(student, "skipped", message="already graded (use --force to regrade)"))
             else:
                 todo.append(student)
-        if not todo:
-            self.progress(f"nothing to grade: {len(outcomes)} submission(s) already graded")
-            return outcomes
-        self.progress(f"grading {len(todo)} submission(s) of {self.assignment} with {self.workers} worker(s)"
-                      + (f", {len(outcomes)} already graded" if outcomes else ""))
-        warm_up()
-        started = time.monotonic()
-        done: list[Outcome] = []
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.workers)
-        futures = {pool.submit(self.grade_one, s): s for s in todo}
-        try:
-            for future in concurrent.futures.as_completed(futures):
-                outcome = future.result()
-                done.append(outcome)
-                record_outcome(self.course, self.assignment, outcome)
-                self.progress(self._progress_line(outcome, done, len(todo), started))
-        except KeyboardInterrupt:
-            self._stopping = True
-            for future in futures:
-                future.cancel()
-            with self._lock:
-                running = list(self._running.values())
-            for run in running:
-                run.stop()
-            pool.shutdown(wait=True)
-            self.progress(f"interrupted: {len(done)} of {len(todo)} graded and recorded; run again to grade "
-                          f"the rest")
-            raise
-        pool.shutdown(wait=True)
-        order = {s: i for i, s in enumerate(self.students)}
-        return sorted(outcomes + done, key=lambda o: order[o.student])
+        return todo, skipped
 
-    def _progress_line(self, outcome: Outcome, done: list[Outcome], total: int, started: float) -> str:
+    def running(self) -> list[str]:
+        """The students being graded right now."""
         with self._lock:
-            running = sorted(self._running)
-        left = total - len(done)
-        elapsed = time.monotonic() - started
-        eta = elapsed / len(done) * left if left else 0.0
-        result = (f"{outcome.score:g}/{outcome.max_score:g}" if outcome.score is not None
-                  else f"{outcome.status.upper()}: {outcome.message}")
-        line = f"[{len(done)}/{total}] {outcome.student}: {result} ({outcome.seconds:.1f} s)"
-        if running:
-            line += f"; grading {', '.join(running)}"
-        if left:
-            line += f"; about {_duration(eta)} left"
-        return line
+            return sorted(self._running)
+
+    def stop(self) -> None:
+        """Stop every running submission; nothing more is started or merged."""
+        self._stopping = True
+        with self._lock:
+            running = list(self._running.values())
+        for run in running:
+            run.stop()
+
+    def run(self) -> list[Outcome]:
+        """Grade every selected submission; already graded ones are skipped unless `force`."""
+        return grade_all([self], self.progress)[0]
+
+
+def grade_all(graders: list[ClassGrader], progress: Callable[[str], None]) -> list[list[Outcome]]:
+    """Grade the submissions of several assignments through one pool of workers (the first grader's count), so no
+    worker waits at the end of one assignment; one list of outcomes per grader, in its students' order."""
+    jobs, results = [], []
+    for grader in graders:
+        todo, skipped = grader.pending()
+        jobs += [(grader, student) for student in todo]
+        results.append(skipped)
+    already = sum(len(r) for r in results)
+    if not jobs:
+        progress(f"nothing to grade: {already} submission(s) already graded")
+        return results
+    several = len(graders) > 1
+    workers = graders[0].workers
+    names = ", ".join(g.assignment for g in graders)
+    progress(f"grading {len(jobs)} submission(s) of {names} with {workers} worker(s)"
+             + (f", {already} already graded" if already else ""))
+    warm_up()
+    started = time.monotonic()
+    done: list[Outcome] = []
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
+    futures = {pool.submit(grader.grade_one, student): grader for grader, student in jobs}
+    index = {id(g): i for i, g in enumerate(graders)}
+    try:
+        for future in concurrent.futures.as_completed(futures):
+            grader = futures[future]
+            outcome = future.result()
+            done.append(outcome)
+            results[index[id(grader)]].append(outcome)
+            record_outcome(grader.course, grader.assignment, outcome)
+            running = [f"{g.assignment}/{s}" if several else s for g in graders for s in g.running()]
+            name = f"{grader.assignment}/{outcome.student}" if several else outcome.student
+            progress(_progress_line(name, outcome, len(done), len(jobs), running, started))
+    except KeyboardInterrupt:
+        for future in futures:
+            future.cancel()
+        for grader in graders:
+            grader.stop()
+        pool.shutdown(wait=True)
+        progress(f"interrupted: {len(done)} of {len(jobs)} graded and recorded; run again to grade the rest")
+        raise
+    pool.shutdown(wait=True)
+    for grader, outcomes in zip(graders, results):
+        order = {s: i for i, s in enumerate(grader.students)}
+        outcomes.sort(key=lambda o: order[o.student])
+    return results
+
+
+def _progress_line(name: str, outcome: Outcome, done: int, total: int, running: list[str], started: float) -> str:
+    left = total - done
+    eta = (time.monotonic() - started) / done * left if left else 0.0
+    result = (f"{outcome.score:g}/{outcome.max_score:g}" if outcome.score is not None
+              else f"{outcome.status.upper()}: {outcome.message}")
+    line = f"[{done}/{total}] {name}: {result} ({outcome.seconds:.1f} s)"
+    if running:
+        line += f"; grading {', '.join(running)}"
+    if left:
+        line += f"; about {_duration(eta)} left"
+    return line
 
 
 def record_path(course: pathlib.Path, assignment: str) -> pathlib.Path:
