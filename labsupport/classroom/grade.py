@@ -3,8 +3,9 @@
 Each worker runs nbgrader's own `autograde` with the course's configuration (so whatever `nbgrader_config.py`
 sets applies: kernels, timeouts, sandboxing) in the course folder, but with `CourseDirectory.root` pointed at a
 scratch course that holds a snapshot of the gradebook, the assignment's source files and that one submission.
-sqlite allows one writer, so only the parent writes to the course's `gradebook.db`, one submission at a time,
-under a file lock, through nbgrader's Gradebook API.
+sqlite allows one writer: a submission's marks are merged into the course's `gradebook.db` through nbgrader's
+Gradebook API, one submission at a time under a file lock, and nothing else here writes to it. The runs and the
+merges are forks of one process that imported nbgrader once (`labsupport.classroom.runner`).
 """
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from labsupport.classroom.runner import NbgraderRun, call_in_child, warm_up
 # A submission whose nbgrader run takes longer than this is stopped and reported (nbgrader's own cell timeouts
 # normally end a runaway cell long before).
 DEFAULT_TIMEOUT = 1800.0
+# nbgrader's reasons when a grading kernel did not start (before any of the student's code ran): tried once more.
+STARTUP_FAILURES = ("before replying to kernel_info", "Kernel didn't respond in")
 
 
 @dataclass
@@ -117,6 +120,12 @@ class ClassGrader:
             shutil.copytree(self.course / "submitted" / student / self.assignment,
                             scratch / "submitted" / student / self.assignment)
             status, message = self._run_nbgrader(student, scratch)
+            if status == "failed" and any(s in message for s in STARTUP_FAILURES):
+                status, message = self._run_nbgrader(student, scratch)    # the kernel failed to start: once more
+            if status != "graded":
+                keep = self.course / ".grading" / "logs" / self.assignment / f"{student}.log"
+                keep.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(scratch / "nbgrader.log", keep)
             if self._stopping:
                 return Outcome(student, "interrupted", time.monotonic() - start)
             # the merge runs where nbgrader is imported already (a fork of the server), under the gradebook lock
