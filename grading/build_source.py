@@ -78,6 +78,18 @@ def setup() -> Cell:
     return locked("setup", SETUP)
 
 
+TASK_NOTE = """## Your task
+
+Some names and numbers in this assignment are yours alone: the cell below shows them on a card. Where the text
+says *your* port, *your* node or *your* count, it means the value on the card; write it as `task.<name>` in your
+code (for example `task.service_port`), so your code says what it means."""
+
+
+def task(assignment: str) -> list[Cell]:
+    """The student's own values for the assignment (drawn by `lab.task`), shown as a card after the setup."""
+    return [md(TASK_NOTE), locked("task", f'task = lab.task("{assignment}")\ntask')]
+
+
 def solution(grade_id: str, text: str, after: str = "") -> Cell:
     """A cell the student writes; `text` is the reference solution, `after` stays in the student version."""
     body = "### BEGIN SOLUTION\n" + text.strip("\n") + "\n### END SOLUTION"

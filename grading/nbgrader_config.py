@@ -14,6 +14,8 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
 
 from labsupport.grading.execute import GradedExecute, SandboxedKernelManager
 
+from labsupport.tasks import STUDENT_ENV, grading_env
+
 COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
 
 # Kernel variables that would make a graded run differ from the reference run.
@@ -30,6 +32,9 @@ class GradingKernelManager(SandboxedKernelManager):
         for name in DROPPED_ENV:
             env.pop(name, None)
         env.update(PINNED_ENV)
+        # The graded student's id (from the folder nbgrader grades in), so the notebook draws that student's task.
+        env.pop(STUDENT_ENV, None)
+        env.update(grading_env(kw.get("cwd")))
         kw["env"] = env
         await super().start_kernel(**kw)
 

@@ -1,4 +1,4 @@
-"""`labsupport up|down|status|clean|doctor|kubectl …` — one handler prints errors without a traceback."""
+"""`labsupport up|down|status|clean|doctor|kubectl|grade|report|variant …`: one handler prints errors."""
 from __future__ import annotations
 
 import argparse
@@ -21,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     clean = sub.add_parser("clean", help="remove every namespace, link and cluster this project left behind")
     clean.set_defaults(func=_clean)
     _register_cluster_commands(sub)
+    from labsupport.classroom.cli import register as register_classroom
+    register_classroom(sub)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

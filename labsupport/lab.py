@@ -175,6 +175,11 @@ class Lab:
         from labsupport.widgets import ClusterGraph
         return ClusterGraph(self, **options)
 
+    def task(self, assignment: str):
+        """This student's task of a graded assignment (their own names and numbers), shown as a card."""
+        from labsupport.tasks import draw, student_identity
+        return draw(assignment, student_identity())
+
     def meter(self, kinds: tuple[str, ...] = ("Endpoints", "EndpointSlice"), watchers: int | None = None):
         """Count the watch traffic a fan-out to `watchers` subscribers (default: one kube-proxy per node) ships."""
         return self._backend.meter(kinds, watchers)

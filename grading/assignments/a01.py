@@ -1,30 +1,44 @@
 """Assignment 1: three nginx replicas behind a ClusterIP Service, their EndpointSlice, and a pod's termination."""
-from grading.build_source import Notebook, code, graph_cell, locked, md, setup, solution, tests
+from grading.build_source import Notebook, code, graph_cell, md, setup, solution, task, tests
 
-WEB = '''WEB = """
+WEB = '''WEB = f"""
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: web}
+metadata:
+  name: web
 spec:
   replicas: 3
-  selector: {matchLabels: {app: web}}
+  selector:
+    matchLabels:
+      app: web
   template:
-    metadata: {labels: {app: web}}
+    metadata:
+      labels:
+        app: web
     spec:
       containers:
       - name: nginx
         image: nginx:1.27
-        ports: [{containerPort: 80, name: http}]
+        ports:
+        - containerPort: 80
+          name: http
         lifecycle:
-          preStop: {exec: {command: [sleep, "20"]}}
+          preStop:
+            exec:
+              command: [sleep, "20"]
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: web}
+metadata:
+  name: web
 spec:
   type: ClusterIP
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: 80}]
+  selector:
+    app: web
+  ports:
+  - name: {task.port_name}
+    port: {task.service_port}
+    targetPort: 80
 """
 lab.apply(WEB)
 lab.wait(lambda l: len(checks.ready_addresses(l, "web")) == 3)'''
@@ -41,6 +55,7 @@ reads those slices. In this assignment you build that chain and watch it react w
 Run the setup cell first. `lab` is your cluster; `checks` holds the assertions the tests use (you may call them
 yourself)."""),
         setup(),
+        *task("01-endpointslices"),
         md("""
 ## Exercise 1: three replicas, three addresses (4 points)
 
@@ -48,7 +63,8 @@ Write a manifest with
 * a Deployment `web`: 3 replicas of `nginx` (any tag, e.g. `nginx:1.27`), pods labelled `app: web`, container
   port 80, and a `preStop` hook that sleeps 20 s: `lifecycle: {preStop: {exec: {command: [sleep, "20"]}}}` on the
   container (exercise 3 explains why);
-* a Service `web` of type `ClusterIP` selecting `app: web`, port 80 to target port 80 (name the port `http`).
+* a Service `web` of type `ClusterIP` selecting `app: web`, on your port (`task.service_port`) to target port 80;
+  name the port with your port name (`task.port_name`).
 
 Apply it with `lab.apply(...)`, then wait until the Service's slices list three ready addresses:
 `lab.wait(lambda l: len(checks.ready_addresses(l, "web")) == 3)` moves the cluster's clock until that holds."""),
@@ -56,7 +72,11 @@ Apply it with `lab.apply(...)`, then wait until the Service's slices list three 
         tests("deploy-test", 2, '''
 checks.deployment_ready(lab, "web", 3, image="nginx")
 checks.service_type(lab, "web", "ClusterIP")
-checks.pre_stop_seconds(lab, "web", minimum=10)'''),
+checks.pre_stop_seconds(lab, "web", minimum=10)
+port = checks.find(lab, "svc", "web")["spec"]["ports"][0]
+assert (port["port"], port.get("name")) == (task.service_port, task.port_name), \\
+    f"the Service's port is {port['port']} named {port.get('name')!r}; your task asks for port " \\
+    f"{task.service_port} named {task.port_name!r} (see the task card)"'''),
         tests("slice-test", 2, '''
 checks.slice_has_ready_addresses(lab, "web", 3)
 checks.slice_matches_pods(lab, "web", "app=web")'''),

@@ -1,5 +1,5 @@
 """Assignment 2: a headless Service, what DNS answers for it, and a StatefulSet's stable pod names."""
-from grading.build_source import Notebook, graph_cell, locked, md, setup, solution, tests
+from grading.build_source import Notebook, graph_cell, locked, md, setup, solution, task, tests
 
 DB = '''DB = """
 apiVersion: apps/v1
@@ -74,6 +74,7 @@ it. A *headless* Service (`clusterIP: None`) has no virtual IP and no kube-proxy
 addresses of the ready pods themselves. That is discovery without proxying, and it is what gives each pod of a
 StatefulSet its own stable name."""),
         setup(),
+        *task("02-dns"),
         md("""
 The cell below runs three `db` pods behind an ordinary ClusterIP Service and asks DNS for `db`, as
 `kubectl run -it --rm dnsutils --image=registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7 -- nslookup db` would.
@@ -110,44 +111,49 @@ Create a headless Service `web` (selector `app: web`, port 80 named `http`) and 
 the one before is Ready; wait until all three are ready endpoints of `web` (allow a longer timeout)."""),
         solution("statefulset", STS),
         tests("statefulset-test", 2, '''
-checks.statefulset_pods(lab, "web", 3, service="web")'''),
+checks.statefulset_pods(lab, "web", 3, service="web")''', hidden='''
+# Which pods were there before exercise 5, to tell a restarted pod from one left alone.
+uids_before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in lab.get("pods", selector="app=web")}'''),
         md("""
 ## Exercise 4: one pod, one name (3 points)
 
 Every pod of the StatefulSet has its own DNS name `<pod>.<service>.<namespace>.svc.<cluster domain>`.
-Set `web0_fqdn` to the full name of pod `web-0` (the cluster domain is `cluster.local`), and `web0` to the
-answer of `lab.nslookup("web-0.web")` (the search list in a pod's resolv.conf completes the short name)."""),
+Set `pod_fqdn` to the full name of your pod (`task.name_pod`; the cluster domain is `cluster.local`), and
+`pod_answer` to the answer of `lab.nslookup` for the short name `<pod>.web` (the search list in a pod's
+resolv.conf completes it)."""),
         solution("pod-dns", '''
-web0_fqdn = "web-0.web.default.svc.cluster.local"
-web0 = lab.nslookup("web-0.web")''', after="web0"),
+pod_fqdn = f"{task.name_pod}.web.default.svc.cluster.local"
+pod_answer = lab.nslookup(f"{task.name_pod}.web")''', after="pod_answer"),
         tests("pod-dns-test", 2, '''
-checks.nslookup_is_pod(web0, lab, "web-0")'''),
+checks.nslookup_is_pod(pod_answer, lab, task.name_pod)'''),
         tests("fqdn-test", 1, '''
-assert isinstance(web0_fqdn, str), "web0_fqdn should be a string"''', hidden='''
-assert web0_fqdn.rstrip(".") == "web-0.web.default.svc.cluster.local", \\
-    f"{web0_fqdn!r} is not the full name: <pod>.<service>.<namespace>.svc.cluster.local"'''),
+assert isinstance(pod_fqdn, str), "pod_fqdn should be a string"''', hidden='''
+assert pod_fqdn.rstrip(".") == f"{task.name_pod}.web.default.svc.cluster.local", \\
+    f"{pod_fqdn!r} is not the full name of {task.name_pod}: <pod>.<service>.<namespace>.svc.cluster.local"'''),
         md("""
 ## Exercise 5: the name outlives the pod (2 points)
 
-Delete pod `web-1` (`lab.delete("pod", "web-1")`) and wait until the StatefulSet has brought a new `web-1` back and
-it is Ready. The new pod has the same name and the same DNS name. Set `web1` to `lab.nslookup("web-1.web")` after
-it is back."""),
+Delete your pod to restart (`task.restart_pod`) with `lab.delete("pod", ...)` and wait until the StatefulSet has
+brought a new pod of that name back and it is Ready. The new pod has the same name and the same DNS name. Set
+`back_answer` to `lab.nslookup` of its short name `<pod>.web` after it is back."""),
         solution("pod-back", '''
-lab.delete("pod", "web-1")
+lab.delete("pod", task.restart_pod)
 
 
 def back(l):
     pods = {p["metadata"]["name"]: p for p in l.get("pods", selector="app=web")}
-    return ("web-1" in pods and not pods["web-1"]["metadata"].get("deletionTimestamp")
+    return (task.restart_pod in pods and not pods[task.restart_pod]["metadata"].get("deletionTimestamp")
             and len(checks.ready_addresses(l, "web")) == 3)
 
 
 lab.wait(back, timeout=120)
-web1 = lab.nslookup("web-1.web")''', after="web1"),
+back_answer = lab.nslookup(f"{task.restart_pod}.web")''', after="back_answer"),
         tests("pod-back-test", 2, '''
 checks.statefulset_pods(lab, "web", 3, service="web")
-checks.nslookup_is_pod(web1, lab, "web-1")''', hidden='''
-assert lab.get("pod", "web-1")["metadata"].get("deletionTimestamp") is None, \\
-    "web-1 is still terminating: wait for the new one"'''),
+checks.nslookup_is_pod(back_answer, lab, task.restart_pod)''', hidden='''
+assert lab.get("pod", task.restart_pod)["metadata"].get("deletionTimestamp") is None, \\
+    f"{task.restart_pod} is still terminating: wait for the new one"
+assert lab.get("pod", task.restart_pod)["metadata"]["uid"] != uids_before.get(task.restart_pod), \\
+    f"{task.restart_pod} is the pod that was there before: delete your pod and wait for its replacement"'''),
         *graph_cell(),
     ])

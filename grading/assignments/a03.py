@@ -1,43 +1,59 @@
 """Assignment 3: NodePort from outside, externalTrafficPolicy, and the source IP the app sees."""
-from grading.build_source import Notebook, answer, graph_cell, locked, md, setup, solution, tests
+from grading.build_source import Notebook, answer, graph_cell, locked, md, setup, solution, task, tests
 
-ECHO = '''ECHO = """
+ECHO = '''ECHO = f"""
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: echo}
+metadata:
+  name: echo
 spec:
   replicas: 1
-  selector: {matchLabels: {app: echo}}
+  selector:
+    matchLabels:
+      app: echo
   template:
-    metadata: {labels: {app: echo}}
+    metadata:
+      labels:
+        app: echo
     spec:
-      nodeSelector: {kubernetes.io/hostname: lab-worker}   # one pod, on one known node
+      nodeSelector:
+        kubernetes.io/hostname: {task.pod_node}   # one pod, on your node
       containers:
       - name: netexec
         image: registry.k8s.io/e2e-test-images/agnhost:2.53
-        args: [netexec, --http-port=8080]
-        ports: [{containerPort: 8080, name: http}]
+        args: [netexec, --http-port={task.app_port}]
+        ports:
+        - containerPort: {task.app_port}
+          name: http
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: echo}
+metadata:
+  name: echo
 spec:
-  selector: {app: echo}
-  ports: [{port: 80, targetPort: 8080}]
+  selector:
+    app: echo
+  ports:
+  - port: 80
+    targetPort: {task.app_port}
 """
 lab.apply(ECHO)
 lab.wait(lambda l: len(checks.ready_addresses(l, "echo")) == 1)
 checks.node_ips(lab)'''
 
 NODEPORT = '''
-ECHO_NODEPORT = """
+ECHO_NODEPORT = f"""
 apiVersion: v1
 kind: Service
-metadata: {name: echo}
+metadata:
+  name: echo
 spec:
   type: NodePort
-  selector: {app: echo}
-  ports: [{port: 80, targetPort: 8080}]
+  selector:
+    app: echo
+  ports:
+  - port: 80
+    targetPort: {task.app_port}
 """
 lab.apply(ECHO_NODEPORT)
 node_port = lab.get("svc", "echo")["spec"]["ports"][0]["nodePort"]'''
@@ -49,15 +65,19 @@ other_node = next(n for n in ips if n not in (pod_node, "lab-control-plane"))
 before = lab.curl(f"http://{ips[other_node]}:{node_port}/clientip", source="client")'''
 
 LOCAL = '''
-ECHO_LOCAL = """
+ECHO_LOCAL = f"""
 apiVersion: v1
 kind: Service
-metadata: {name: echo}
+metadata:
+  name: echo
 spec:
   type: NodePort
   externalTrafficPolicy: Local
-  selector: {app: echo}
-  ports: [{port: 80, targetPort: 8080}]
+  selector:
+    app: echo
+  ports:
+  - port: 80
+    targetPort: {task.app_port}
 """
 lab.apply(ECHO_LOCAL)'''
 
@@ -77,12 +97,15 @@ node's IP, not the client's. `externalTrafficPolicy: Local` changes that, at a p
 
 The app here is `agnhost netexec`: its `/clientip` path answers with the `ip:port` it saw the request come from."""),
         setup(),
-        md("The cell below runs one `echo` pod on `lab-worker` behind a ClusterIP Service, and lists the nodes' IPs."),
+        *task("03-nodeport-source-ip"),
+        md("""
+The cell below runs one `echo` pod on your node (`task.pod_node`), serving on your app's port (`task.app_port`),
+behind a ClusterIP Service on port 80, and lists the nodes' IPs."""),
         locked("provided-echo", ECHO),
         md("""
 ## Exercise 1: expose it as NodePort (2 points)
 
-Turn the Service `echo` into a `NodePort` Service (same selector, port 80 to target port 8080), leaving the
+Turn the Service `echo` into a `NodePort` Service (same selector, port 80 to your app's port), leaving the
 `nodePort` to the API server. Set `node_port` to the port it allocated (it is in the Service's
 `spec.ports[0].nodePort`; `kubectl get svc echo` shows it as `80:3xxxx/TCP`)."""),
         solution("nodeport", NODEPORT, after="node_port"),
@@ -90,7 +113,9 @@ Turn the Service `echo` into a `NodePort` Service (same selector, port 80 to tar
 checks.service_type(lab, "echo", "NodePort")
 assert node_port == checks.node_port(lab, "echo"), \\
     f"node_port is {node_port!r}, but the Service's nodePort is {checks.node_port(lab, 'echo')}"
-assert 30000 <= node_port <= 32767, "a nodePort comes from the range 30000-32767"'''),
+assert 30000 <= node_port <= 32767, "a nodePort comes from the range 30000-32767"
+target = checks.find(lab, "svc", "echo")["spec"]["ports"][0].get("targetPort")
+assert target == task.app_port, f"the Service's targetPort is {target!r}; your app listens on {task.app_port}"'''),
         md("""
 ## Exercise 2: from outside, through a node without the pod (2 points)
 

@@ -1,12 +1,11 @@
 """Assignment 4: reading kube-proxy's rules in iptables mode, and the same Service in nftables and IPVS."""
-from grading.build_source import Notebook, code, graph_cell, locked, md, setup, solution, tests
+from grading.build_source import Notebook, code, graph_cell, locked, md, setup, solution, task, tests
 
 WEB = '''WEB = """
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
 spec:
-  replicas: 3
   selector: {matchLabels: {app: web}}
   template:
     metadata: {labels: {app: web}}
@@ -21,7 +20,8 @@ spec:
   ports: [{name: http, port: 80, targetPort: 80}]
 """
 lab.apply(WEB)
-lab.wait(lambda l: len(checks.ready_addresses(l, "web")) == 3)
+lab.scale("web", task.replicas)   # your number of replicas
+lab.wait(lambda l: len(checks.ready_addresses(l, "web")) == task.replicas)
 lab.get("svc", "web")["spec"]["clusterIP"]'''
 
 
@@ -34,6 +34,8 @@ kernel; the kernel rewrites a packet sent to a ClusterIP into a packet to one po
 those rules exactly as the node shows them: `iptables-save`, `nft list ruleset`, or `ipvsadm -Ln` with the few
 iptables rules IPVS still needs. Here you read them, in all three modes."""),
         setup(),
+        *task("04-kube-proxy-rules"),
+        md("The cell below runs `web` with your number of replicas (`task.replicas`) behind a ClusterIP Service."),
         locked("provided-web", WEB),
         md("""
 ## Exercise 1: the Service's chain (2 points)
@@ -84,21 +86,21 @@ for p in probabilities:
         tests("probabilities-test", 2, '''
 checks.probabilities(probabilities, lab, "web", node="lab-worker")'''),
         tests("shares-test", 1, '''
-assert len(shares) == 3, "one share per endpoint"''', hidden='''
-checks.equal_shares(shares, 3)'''),
+assert len(shares) == task.replicas, "one share per endpoint"''', hidden='''
+checks.equal_shares(shares, task.replicas)'''),
         md("""
-## Exercise 4: five replicas (2 points)
+## Exercise 4: scale out (2 points)
 
-Scale `web` to 5 replicas and wait until the Service has 5 ready addresses. Without reading the new rules first,
-compute the five probabilities kube-proxy now writes into the chain (rule `i`, from 0, of `N`), as
-`probabilities_5`. Then print the new chain and compare."""),
+Scale `web` to your new number of replicas (`task.scale_to`) and wait until the Service has that many ready
+addresses. Without reading the new rules first, compute the probabilities kube-proxy now writes into the chain
+(rule `i`, from 0, of `N`), as `probabilities_scaled`. Then print the new chain and compare."""),
         solution("five", '''
-lab.scale("web", 5)
-lab.wait(lambda l: len(checks.ready_addresses(l, "web")) == 5)
-probabilities_5 = [1 / (5 - i) for i in range(5)]''', after="probabilities_5"),
+lab.scale("web", task.scale_to)
+lab.wait(lambda l: len(checks.ready_addresses(l, "web")) == task.scale_to)
+probabilities_scaled = [1 / (task.scale_to - i) for i in range(task.scale_to)]''', after="probabilities_scaled"),
         tests("five-test", 2, '''
-checks.slice_has_ready_addresses(lab, "web", 5)
-checks.probabilities(probabilities_5, lab, "web", node="lab-worker")'''),
+checks.slice_has_ready_addresses(lab, "web", task.scale_to)
+checks.probabilities(probabilities_scaled, lab, "web", node="lab-worker")'''),
         md("""
 ## Exercise 5: the same Service in nftables mode (2 points)
 
@@ -113,7 +115,7 @@ numgen_rule = next(l for l in nft_rules.splitlines() if "default/web/tcp/http nu
                  after="numgen_rule"),
         tests("nftables-test", 2, '''
 checks.nft_numgen(numgen_rule, lab, "web", node="lab-worker")''', hidden='''
-assert "numgen random mod 5 vmap" in numgen_rule, "five endpoints: mod 5"'''),
+assert f"numgen random mod {task.scale_to} vmap" in numgen_rule, f"{task.scale_to} endpoints: mod {task.scale_to}"'''),
         md("""
 ## Exercise 6: and in IPVS mode (3 points)
 

@@ -1,100 +1,153 @@
 """Assignment 5: five broken Services to diagnose and fix."""
-from grading.build_source import Notebook, graph_cell, locked, md, setup, solution, tests
+from grading.build_source import Notebook, graph_cell, locked, md, setup, solution, task, tests
 
-BROKEN = '''BROKEN = """
+BROKEN = '''BROKEN = f"""
 apiVersion: v1
 kind: Pod
-metadata: {name: client}
+metadata:
+  name: client
 spec:
-  containers: [{name: client, image: busybox:1.36, command: [sleep, "3600"]}]
+  containers:
+  - name: client
+    image: busybox:1.36
+    command: [sleep, "3600"]
 ---
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: shop}
+metadata:
+  name: shop
 spec:
   replicas: 2
-  selector: {matchLabels: {app: shop}}
+  selector:
+    matchLabels:
+      app: shop
   template:
-    metadata: {labels: {app: shop}}
-    spec:
-      containers: [{name: nginx, image: nginx:1.27}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: shop}
-spec:
-  selector: {app: shpo}
-  ports: [{port: 80, targetPort: 80}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: cart}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: cart}}
-  template:
-    metadata: {labels: {app: cart}}
+    metadata:
+      labels:
+        app: shop
     spec:
       containers:
       - name: nginx
         image: nginx:1.27
-        readinessProbe: {httpGet: {path: /, port: 8080}, periodSeconds: 2}
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: cart}
+metadata:
+  name: shop
 spec:
-  selector: {app: cart}
-  ports: [{port: 80, targetPort: 80}]
+  selector:
+    app: {task.shop_selector}
+  ports:
+  - port: 80
+    targetPort: 80
 ---
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: pay}
+metadata:
+  name: cart
 spec:
   replicas: 2
-  selector: {matchLabels: {app: pay}}
+  selector:
+    matchLabels:
+      app: cart
   template:
-    metadata: {labels: {app: pay}}
+    metadata:
+      labels:
+        app: cart
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        readinessProbe:
+          httpGet:
+            path: /
+            port: {task.probe_port}
+          periodSeconds: 2
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: cart
+spec:
+  selector:
+    app: cart
+  ports:
+  - port: 80
+    targetPort: 80
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: pay
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: pay
+  template:
+    metadata:
+      labels:
+        app: pay
     spec:
       containers:
       - name: netexec
         image: registry.k8s.io/e2e-test-images/agnhost:2.53
-        args: [netexec, --http-port=8080]
+        args: [netexec, --http-port={task.pay_port}]
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: pay}
+metadata:
+  name: pay
 spec:
-  selector: {app: pay}
-  ports: [{port: 80, targetPort: 80}]
+  selector:
+    app: pay
+  ports:
+  - port: 80
+    targetPort: 80
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: legacy}
+metadata:
+  name: legacy
 spec:
   type: NodePort
-  selector: {app: legacy}
-  ports: [{port: 80, nodePort: 30080}]
+  selector:
+    app: legacy
+  ports:
+  - port: 80
+    nodePort: {task.taken_node_port}
 ---
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: admin}
+metadata:
+  name: admin
 spec:
   replicas: 1
-  selector: {matchLabels: {app: admin}}
+  selector:
+    matchLabels:
+      app: admin
   template:
-    metadata: {labels: {app: admin}}
+    metadata:
+      labels:
+        app: admin
     spec:
-      containers: [{name: nginx, image: nginx:1.27}]
+      containers:
+      - name: nginx
+        image: nginx:1.27
 ---
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: api}
+metadata:
+  name: api
 spec:
   replicas: 1
-  selector: {matchLabels: {app: api}}
+  selector:
+    matchLabels:
+      app: api
   template:
-    metadata: {labels: {app: api}}
+    metadata:
+      labels:
+        app: api
     spec:
       containers:
       - name: netexec
@@ -103,26 +156,35 @@ spec:
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: api}
+metadata:
+  name: api
 spec:
-  selector: {app: api}
-  ports: [{port: 80, targetPort: 8080}]
+  selector:
+    app: api
+  ports:
+  - port: 80
+    targetPort: 8080
 """
-ADMIN_SVC = """
+ADMIN_SVC = f"""
 apiVersion: v1
 kind: Service
-metadata: {name: admin}
+metadata:
+  name: admin
 spec:
   type: NodePort
-  selector: {app: admin}
-  ports: [{port: 80, targetPort: 80, nodePort: 30080}]
+  selector:
+    app: admin
+  ports:
+  - port: 80
+    targetPort: 80
+    nodePort: {task.taken_node_port}
 """
 lab.apply(BROKEN)
 lab.advance(30)
 # A client keeps one HTTP connection open to api while it still has one pod; then api scales out.
 conn = lab.connect("http://api/hostname", source="pod/client")
-lab.scale("api", 3)
-lab.wait(lambda l: len(checks.ready_addresses(l, "api")) == 3)
+lab.scale("api", task.api_replicas)
+lab.wait(lambda l: len(checks.ready_addresses(l, "api")) == task.api_replicas)
 CAUSES = ["selector", "readiness", "targetPort", "nodePort", "keep-alive"]'''
 
 
@@ -144,6 +206,7 @@ at all: compare its selector with the pods' labels. Listed but not ready: look a
 `Unhealthy` events. Ready but the connection is refused: compare `targetPort` with the port the container
 listens on."""),
         setup(),
+        *task("05-troubleshooting"),
         locked("provided-broken", BROKEN),
         md("""
 ## Problem 1: `shop` (3 points)
@@ -202,13 +265,17 @@ checks.choice(diagnosis_cart, "readiness", CAUSES)'''),
 source="pod/client")` is refused. Set `diagnosis_pay` and fix it, keeping the Service's port 80."""),
         solution("pay", '''
 diagnosis_pay = "targetPort"
-lab.apply("""
+lab.apply(f"""
 apiVersion: v1
 kind: Service
-metadata: {name: pay}
+metadata:
+  name: pay
 spec:
-  selector: {app: pay}
-  ports: [{port: 80, targetPort: 8080}]
+  selector:
+    app: pay
+  ports:
+  - port: 80
+    targetPort: {task.pay_port}   # where the pods listen: their --http-port
 """)'''),
         tests("pay-test", 2, '''
 checks.service_answers(lab, "pay", source="pod/client", path="/hostname")
@@ -219,10 +286,11 @@ checks.choice(diagnosis_pay, "targetPort", CAUSES)'''),
         md("""
 ## Problem 4: `admin` (4 points)
 
-The team's manifest `ADMIN_SVC` exposes the `admin` Deployment on NodePort 30080. Apply it and catch the API
-server's refusal (`from labsupport import Invalid`; `except Invalid as err`); keep its message in `admin_error`
-(`str(err)`). Then set `diagnosis_admin` and create the Service in a way that cannot clash (let the API server
-choose the port). It must answer from outside the cluster on every node's IP at its nodePort."""),
+The team's manifest `ADMIN_SVC` exposes the `admin` Deployment on your NodePort (`task.taken_node_port`). Apply
+it and catch the API server's refusal (`from labsupport import Invalid`; `except Invalid as err`); keep its
+message in `admin_error` (`str(err)`). Then set `diagnosis_admin` and create the Service in a way that cannot
+clash (let the API server choose the port). It must answer from outside the cluster on every node's IP at its
+nodePort."""),
         solution("admin", '''
 from labsupport import Invalid
 
@@ -231,7 +299,7 @@ try:
 except Invalid as err:
     admin_error = str(err)
 diagnosis_admin = "nodePort"
-lab.apply(ADMIN_SVC.replace(", nodePort: 30080", ""))''', after="admin_error"),
+lab.apply(ADMIN_SVC.replace(f"    nodePort: {task.taken_node_port}\\n", ""))''', after="admin_error"),
         tests("admin-error-test", 1, '''
 assert "provided port is already allocated" in admin_error, \\
     f"admin_error should be the API server's message, got {admin_error!r}"'''),
@@ -248,20 +316,21 @@ checks.choice(diagnosis_admin, "nodePort", CAUSES)'''),
         md("""
 ## Problem 5: `api` (3 points)
 
-`api` was scaled from one pod to three, yet `conn.request()` (the open connection of the client) always reaches
-the same pod: try `Counter(conn.request().body for _ in range(30))` (`from collections import Counter`).
-Set `diagnosis_api`. Then fix the client side: close `conn`, and make 90 requests to `http://api/hostname` from
-`pod/client` that kube-proxy can spread (each its own connection). Count the answers per pod (`.body` of
-`/hostname` is the pod's name) into the dict `hits`."""),
+`api` was scaled from one pod to your number of pods (`task.api_replicas`), yet `conn.request()` (the open
+connection of the client) always reaches the same pod: try `Counter(conn.request().body for _ in range(30))`
+(`from collections import Counter`). Set `diagnosis_api`. Then fix the client side: close `conn`, and make 30
+requests per pod to `http://api/hostname` from `pod/client` that kube-proxy can spread (each its own
+connection). Count the answers per pod (`.body` of `/hostname` is the pod's name) into the dict `hits`."""),
         solution("api", '''
 from collections import Counter
 
 diagnosis_api = "keep-alive"
 conn.close()
-hits = dict(Counter(lab.curl("http://api/hostname", source="pod/client").body for _ in range(90)))''',
+hits = dict(Counter(lab.curl("http://api/hostname", source="pod/client").body
+                    for _ in range(30 * task.api_replicas)))''',
                  after="hits"),
         tests("api-test", 2, '''
-checks.balanced(hits, 3)
+checks.balanced(hits, task.api_replicas)
 assert set(hits) <= {p["metadata"]["name"] for p in lab.get("pods", selector="app=api")}, \\
     "hits should count answers by pod name (the body of /hostname)"''', hidden='''
 assert conn.closed, "close the pinned connection"'''),

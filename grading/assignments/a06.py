@@ -1,5 +1,5 @@
 """Assignment 6: the lesson's four review questions, checked where an answer can be checked."""
-from grading.build_source import Notebook, answer, graph_cell, locked, md, setup, solution, tests
+from grading.build_source import Notebook, answer, graph_cell, locked, md, setup, solution, task, tests
 
 STS_DB = '''
 # See for yourself: a headless Service `db` governing a StatefulSet `db` of three pods.
@@ -36,6 +36,7 @@ Four questions about what you have seen. Numbers and choices are checked automat
 the visible cells only check the form of your answer); the short written answers are read and graded by hand,
 so answer in your own words, two to five sentences each."""),
         setup(),
+        *task("06-review"),
         md("""
 ## Question 1: why do EndpointSlices scale better than one Endpoints object? (2 + 2 points)
 
@@ -71,9 +72,9 @@ slice (cost bounded by slice size × nodes)."""),
         md("""
 ## Question 2: why is lookup in IPVS or nftables better than iptables' list? (1 + 1 + 1 + 2 points)
 
-* `iptables_rules_walked`: in iptables mode with 5,000 ClusterIP Services of one port each, how many rules of
-  `KUBE-SERVICES` does a new connection to the *last* Service in that chain pass through, roughly, before it
-  matches? (One rule per Service port.)
+* `iptables_rules_walked`: in iptables mode with your number of ClusterIP Services (`task.services`) of one port
+  each, how many rules of `KUBE-SERVICES` does a new connection to the *last* Service in that chain pass
+  through, roughly, before it matches? (One rule per Service port.)
 * `nftables_lookups`: in nftables mode, how many lookups in the `service-ips` verdict map does the same
   connection need?
 * `q2_choice`: which statement is right?
@@ -83,12 +84,12 @@ slice (cost bounded by slice size × nodes)."""),
   - `"c"`: IPVS and nftables bypass conntrack, so they need no per-connection state
   - `"d"`: IPVS and nftables move load balancing to user space"""),
         solution("q2-answers", '''
-iptables_rules_walked = 5000
+iptables_rules_walked = task.services
 nftables_lookups = 1
 q2_choice = "b"''', after="iptables_rules_walked, nftables_lookups, q2_choice"),
         tests("q2-walk-test", 1, '''
 assert isinstance(iptables_rules_walked, (int, float)), "a number of rules"''', hidden='''
-checks.close_to(iptables_rules_walked, 5000, relative=0.05, what="iptables_rules_walked")'''),
+checks.close_to(iptables_rules_walked, task.services, relative=0.05, what="iptables_rules_walked")'''),
         tests("q2-lookup-test", 1, '''
 assert isinstance(nftables_lookups, int), "a whole number of lookups"''', hidden='''
 assert nftables_lookups == 1, "nftables_lookups is not right: look at the one rule of the services chain"'''),
@@ -141,20 +142,21 @@ pods (and the need for health checks) and/or uneven spreading across pods."""),
 
 * `q4_choice`: what does DNS answer for `db`, a headless Service with three ready pods?
   `"a"`: its ClusterIP; `"b"`: the three pods' IPs; `"c"`: the nodes' IPs; `"d"`: NXDOMAIN.
-* `q4_name`: the full DNS name of the *second* pod of a StatefulSet `db` whose `serviceName` is `db`, in the
-  namespace `shop` (cluster domain `cluster.local`).
+* `q4_name`: the full DNS name of your pod of a StatefulSet `db` whose `serviceName` is `db`: the pod that
+  started as number `task.pod_number` (counting from one), in your namespace (`task.namespace`; cluster domain
+  `cluster.local`).
 
 The cell below shows such a StatefulSet (in `default`) if you want to check."""),
         locked("q4-demo", STS_DB),
         solution("q4-answers", '''
 q4_choice = "b"
-q4_name = "db-1.db.shop.svc.cluster.local"''', after="q4_choice, q4_name"),
+q4_name = f"db-{task.pod_number - 1}.db.{task.namespace}.svc.cluster.local"''', after="q4_choice, q4_name"),
         tests("q4-choice-test", 1, '''
 assert q4_choice in ("a", "b", "c", "d"), "answer with one of 'a', 'b', 'c', 'd'"''', hidden='''
 checks.choice(q4_choice, "b", "abcd")'''),
         tests("q4-name-test", 1, '''
 assert isinstance(q4_name, str), "a DNS name"''', hidden='''
-assert q4_name.rstrip(".") == "db-1.db.shop.svc.cluster.local", \\
+assert q4_name.rstrip(".") == f"db-{task.pod_number - 1}.db.{task.namespace}.svc.cluster.local", \\
     "not the right name: pods are numbered from 0, and the name is <pod>.<service>.<namespace>.svc.<domain>"'''),
         md("**Question 4, in words:** what is a headless Service for, and why can a StatefulSet not do without one?"),
         answer("q4-text", 2, "Why do we need headless Services, and why are they indispensable for StatefulSets?", """
