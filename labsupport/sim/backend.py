@@ -14,7 +14,7 @@ from labsupport.control.cluster import Cluster
 from labsupport.shape import CLIENT_IP, ZONES, ClusterConfig
 from labsupport.sim.network import SimNetwork
 from labsupport.model.objects import LAST_APPLIED, clone, merge_for_apply
-from labsupport.errors import BadRequest, NotFound
+from labsupport.errors import BackendUnavailable, BadRequest, NotFound
 from labsupport.model.kinds import by_kind, resolve
 from labsupport.proxy.daemon import KubeProxyDaemons
 from labsupport.results import ClusterSnapshot
@@ -32,6 +32,11 @@ class EmbeddedBackend:
     def __init__(self, *, seed: int = 0, proxy_mode: str = "iptables", workers: int = 3,
                  zones: tuple[str, ...] | None = None, max_endpoints_per_slice: int = 100, record_events: bool = True,
                  **options: Any):
+        real_programs = sorted(set(options) & {"kube_proxy", "dns"} - self.options_allowed)
+        if real_programs:
+            given = ", ".join(f"{o}={options[o]!r}" for o in real_programs)
+            raise BackendUnavailable(f"{given}: the real programs run in the node and pod namespaces of the netns "
+                                     f'backend; use Lab(backend="netns", {given})')
         unknown = set(options) - self.options_allowed
         if unknown:
             raise BadRequest(f"unknown Lab option(s): {', '.join(sorted(unknown))}")
