@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -36,7 +37,19 @@ from labsupport.remote import SOCKET_ENV
 from labsupport.remote.client import RemoteBackend
 
 #: Environment variables a sandboxed kernel keeps from the grader's (after the grading config's pinning).
-KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "LABSUPPORT_BACKEND", "PYDEVD_DISABLE_FILE_VALIDATION")
+KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "LABSUPPORT_BACKEND", "PYDEVD_DISABLE_FILE_VALIDATION",
+            "LABSUPPORT_STUDENT", "LABSUPPORT_COURSE_ID", "LABSUPPORT_LANG")
+
+
+def graded_task(path: str) -> Any:
+    """The task of the student whose notebook is graded in `path` (`…/autograded/<student>/<assignment>`), drawn
+    by the grader itself, so a test checks the values that student was given whatever the kernel says; None
+    for an assignment without variants."""
+    from labsupport.tasks import CATALOG, STUDENT_ENV, draw, grading_env
+    assignment = pathlib.Path(path).resolve().name
+    if assignment not in CATALOG:
+        return None
+    return draw(assignment, grading_env(path).get(STUDENT_ENV))
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -130,6 +143,7 @@ class GradedExecute(Execute):
         if sandboxed:
             require()
         path = (resources or {}).get("metadata", {}).get("path") or os.getcwd()
+        self._task = graded_task(path)
         self._sandbox = Sandbox(path) if sandboxed else None
         self._scratch = None if sandboxed else tempfile.mkdtemp(prefix="labsupport-grader-")
         socket_dir = str(self._sandbox.run) if sandboxed else self._scratch
@@ -274,7 +288,7 @@ class GradedExecute(Execute):
         text = None if self._dead else self.fetch(names, self.kill_after)
         missing = self._dead or ("" if text is not None else "the kernel did not hand over the answers")
         outcome = rerun.run_test(source, names, text, copy, self._server.grader, seed=self.seed,
-                                 proxy_mode=self.proxy_mode, missing=missing)
+                                 proxy_mode=self.proxy_mode, missing=missing, task=self._task)
         outputs = []
         if outcome.stdout:
             outputs.append(NotebookNode(output_type="stream", name="stdout", text=outcome.stdout))

@@ -19,8 +19,8 @@ from labsupport.errors import LabError
 from labsupport.remote import SOCKET_ENV, wire
 from labsupport.remote.client import RemoteBackend, RemoteConnection
 
-#: Names every test cell gets from the grader, never from the kernel.
-PROVIDED = frozenset({"lab", "checks"})
+#: Names every test cell gets from the grader, never from the kernel (`task`: the graded student's own task).
+PROVIDED = frozenset({"lab", "checks", "task"})
 
 
 class AnswerError(LabError):
@@ -154,7 +154,7 @@ def load_answers(text: str | None, names: list[str], copy: RemoteBackend, grader
 
 
 def run_test(source: str, names: list[str], answers_text: str | None, copy_socket: str, grader: RemoteBackend,
-             *, seed: int = 0, proxy_mode: str = "iptables", missing: str = "") -> Outcome:
+             *, seed: int = 0, proxy_mode: str = "iptables", missing: str = "", task: Any = None) -> Outcome:
     """Run a test cell's source in this process against a copy of the cluster; the outcome decides its score."""
     from labsupport.lab import Lab
     out = io.StringIO()
@@ -167,6 +167,8 @@ def run_test(source: str, names: list[str], answers_text: str | None, copy_socke
         checks = importlib.import_module("labsupport.checks")
         namespace: dict[str, Any] = {"__name__": "__graded__", "__builtins__": builtins, "lab": lab,
                                      "checks": checks}
+        if task is not None:
+            namespace["task"] = task
         namespace.update(load_answers(answers_text, names, lab.backend, grader))
         for name in names:
             if name not in namespace and missing:

@@ -28,11 +28,22 @@ VALUE_TESTS = {
 }
 
 
-def other_student(assignment: str) -> str:
+def other_student(assignment: str, prefix: str = "hc-other") -> str:
     """A student whose every value differs from the author's."""
     mine = draw(assignment, AUTHOR).values
-    return next(s for s in (f"hc-other{i}" for i in range(1000))
+    return next(s for s in (f"{prefix}{i}" for i in range(1000))
                 if all(v != mine[k] for k, v in draw(assignment, s).values.items()))
+
+
+def forged_task(course: Course, assignment: str) -> dict:
+    """The hard-coded submission that also overwrites `task` in the kernel with the author's task, so that a test
+    reading `task` from the kernel would agree with the hard-coded values."""
+    nb = hard_coded(course, assignment)
+    first = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("solution")
+                 and c["cell_type"] == "code")
+    first["source"] = (f"task = __import__('labsupport.tasks', fromlist=['draw']).draw({assignment!r}, {AUTHOR!r})\n"
+                       + source_text(first))
+    return nb
 
 
 def hard_coded(course: Course, assignment: str) -> dict:
@@ -57,6 +68,7 @@ def course(tmp_path_factory) -> Course:
         fixed = hard_coded(course, assignment)
         course.submit(assignment, AUTHOR, fixed)
         course.submit(assignment, other_student(assignment), fixed)
+        course.submit(assignment, other_student(assignment, "hc-forger"), forged_task(course, assignment))
         run = labsupport(course, "grade", assignment, "--workers", "2", timeout=1800)
         assert run.returncode == 0, run.stdout + run.stderr
     return course
@@ -86,3 +98,13 @@ def test_another_students_values_lose_the_tests_that_check_them(course, assignme
     assert VALUE_TESTS[assignment] <= lost, {t: course.errors(assignment, other, t)[-300:]
                                              for t in VALUE_TESTS[assignment] - lost}
     assert 0 < course.auto_total(assignment, other)[0] < maximum
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_a_task_forged_in_the_kernel_does_not_change_what_is_checked(course, assignment):
+    """The grader draws the graded student's task itself: overwriting `task` in the kernel buys nothing."""
+    forger = other_student(assignment, "hc-forger")
+    marks = course.marks(assignment, forger)
+    lost = {m.grade_id for m in marks.values() if m.kind == "test" and m.auto != m.max}
+    assert VALUE_TESTS[assignment] <= lost, {t: course.errors(assignment, forger, t)[-300:]
+                                             for t in VALUE_TESTS[assignment] - lost}
