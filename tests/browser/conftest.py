@@ -51,7 +51,7 @@ class Server:
         return f"{self.base}/lab/tree/{notebook}?token={self.token}&reset"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def jupyterlab(tmp_path_factory):
     """The student's JupyterLab (`python -m labsupport.student_lab`, as `make lab` runs it) for the whole tier."""
     require_browser()
@@ -95,7 +95,7 @@ def jupyterlab(tmp_path_factory):
         shutil.copy(log_path, ARTIFACTS / "browser-jupyterlab.log")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(jupyterlab):
     """One headless Chromium for the tier."""
     chromium = require_browser()
