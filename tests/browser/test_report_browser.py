@@ -5,7 +5,6 @@ import subprocess
 
 import pytest
 
-from labsupport.testing import require_browser
 from tests.grading.course import BIN, Course
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -13,8 +12,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ASSIGNMENT = "01-endpointslices"
 
 
-def test_report_opens_with_histogram_and_test_table(tmp_path):
-    chromium = require_browser()
+def test_report_opens_with_histogram_and_test_table(tmp_path, page):
     course = Course(tmp_path / "course")
     course.nbgrader("generate_assignment", ASSIGNMENT, "--force")
     course.submit(ASSIGNMENT, "alice", course.solved(ASSIGNMENT))
@@ -25,25 +23,18 @@ def test_report_opens_with_histogram_and_test_table(tmp_path):
         assert proc.returncode == 0, proc.stdout + proc.stderr
     report = course.root / "report.html"
 
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page()
-            requests = []
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(report.as_uri())
-            histogram = page.locator("#score-histogram svg")
-            assert histogram.count() == 1 and histogram.bounding_box()["height"] > 50
-            # one full and one blank submission: a bar at 0 and a bar at the maximum, both drawn
-            bars = page.locator("#score-histogram svg [id^=score-bar-]")
-            assert bars.count() == 2
-            assert all(bars.nth(i).bounding_box()["height"] > 5 for i in range(2))
-            rows = page.locator("#per-test tbody tr")
-            assert rows.count() == 7
-            first = rows.nth(0).inner_text()
-            assert "deploy-test" in first and "1 / 2" in first and "50%" in first
-            assert "no Deployment" in page.locator("table.failures").first.inner_text()
-            assert all(url.startswith("file:") for url in requests), requests
-        finally:
-            browser.close()
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(report.as_uri())
+    histogram = page.locator("#score-histogram svg")
+    assert histogram.count() == 1 and histogram.bounding_box()["height"] > 50
+    # one full and one blank submission: a bar at 0 and a bar at the maximum, both drawn
+    bars = page.locator("#score-histogram svg [id^=score-bar-]")
+    assert bars.count() == 2
+    assert all(bars.nth(i).bounding_box()["height"] > 5 for i in range(2))
+    rows = page.locator("#per-test tbody tr")
+    assert rows.count() == 7
+    first = rows.nth(0).inner_text()
+    assert "deploy-test" in first and "1 / 2" in first and "50%" in first
+    assert "no Deployment" in page.locator("table.failures").first.inner_text()
+    assert all(url.startswith("file:") for url in requests), requests
