@@ -243,4 +243,90 @@ MESSAGES: dict[str, str] = {
     "{unknown} are not among the options {options}.": "{unknown} нет среди вариантов {options}.",
     "your selection {got} is not right: {missing} right option(s) missing, {wrong} wrong one(s) chosen.":
         "ваш выбор {got} неверен: не хватает верных вариантов: {missing}, выбрано неверных: {wrong}.",
+    # --- lesson helpers
+    "not yet: {hint}": "пока нет: {hint}",
+    # --- the Lab's card
+    "backend {backend}, kube-proxy mode {mode}": "бэкенд {backend}, режим kube-proxy {mode}",
+    "backend {backend}, server {server}, namespace {namespace}": "бэкенд {backend}, сервер {server}, namespace {namespace}",
+    "(cluster {cluster}, kube-proxy {mode})": "(кластер {cluster}, kube-proxy {mode})",
+    "(nodes not visible to this account)": "(этой учётной записи ноды не видны)",
+    "node": "нода",
+    "zone": "зона",
+    # --- ClusterGraph: controls
+    "workload": "нагрузка",
+    "pod": "под",
+    "service": "сервис",
+    "from": "откуда",
+    "scale": "масштаб",
+    "delete pod": "удалить под",
+    "break readiness": "сломать readiness",
+    "mend readiness": "починить readiness",
+    "rm {path} (an nginx pod probed on / turns not ready)": "rm {path} (под nginx с пробой на / станет не ready)",
+    "send request": "отправить запрос",
+    "◀ step": "◀ шаг",
+    "step ▶": "шаг ▶",
+    "clear path": "стереть путь",
+    "advance 5 s": "вперёд на 5 с",
+    "presenter": "проектор",
+    "larger type, one trace step at a time": "крупный шрифт, путь запроса по одному шагу",
+    "pod {name}": "под {name}",
+    "node {name}": "нода {name}",
+    "client (outside)": "клиент (снаружи)",
+    # --- ClusterGraph: status lines
+    "no Deployment or StatefulSet to scale": "нет Deployment или StatefulSet, который можно масштабировать",
+    "scaled {workload} to {replicas}": "{workload} масштабирован до {replicas}",
+    "choose a pod first": "сначала выберите под",
+    'pod "{name}" deleted (it runs its preStop hook, then quits on its stop signal, at most after its grace period; '
+    '"{advance}" moves the clock)':
+        'под "{name}" удалён (он выполняет preStop-хук, затем завершается по сигналу остановки, самое позднее '
+        'по истечении grace period; «{advance}» двигает часы)',
+    "{name}: {missing}, so nothing changes: it stays ready and keeps its traffic. Give the pod template a "
+    "readinessProbe (httpGet on / port 80) to see it leave the Service.":
+        "{name}: {missing}, поэтому ничего не изменится: под остаётся ready и продолжает получать трафик. Добавьте "
+        "в шаблон пода readinessProbe (httpGet на / порт 80), чтобы увидеть, как он выходит из Service.",
+    "this pod has no readiness probe (nothing checks it, and a pod without one counts as ready)":
+        "у этого пода нет readiness probe (его никто не проверяет, а под без неё считается ready)",
+    "its readiness probe does not ask nginx for / (removing the index page does not make it fail)":
+        "его readiness probe не запрашивает у nginx / (удаление index-страницы не заставит её падать)",
+    "rm failed in {name}: {stderr}": "rm не удался в {name}: {stderr}",
+    "removed {path} in {name}: its readiness probe on / fails from the next period":
+        "в {name} удалён {path}: его readiness probe на / начнёт падать со следующего периода",
+    "could not write {path} in {name}: {stderr}": "не удалось записать {path} в {name}: {stderr}",
+    "restored {path} in {name}": "в {name} восстановлен {path}",
+    "no answer": "нет ответа",
+    "{status} from {pod} (client IP seen: {client_ip})": "{status} от {pod} (увиденный IP клиента: {client_ip})",
+    "kube-proxy restarted in {mode} mode (the drawn path was cleared: send the request again)":
+        "kube-proxy перезапущен в режиме {mode} (нарисованный путь стёрт: отправьте запрос ещё раз)",
+    "choose a Service first": "сначала выберите Service",
+    'externalTrafficPolicy applies to NodePort and LoadBalancer Services; "{name}" is {type}':
+        'externalTrafficPolicy применяется к Service типа NodePort и LoadBalancer; "{name}" имеет тип {type}',
+    'externalTrafficPolicy of "{name}" is now {policy}': 'externalTrafficPolicy у "{name}" теперь {policy}',
+    "redraw failed: {error}": "перерисовать не удалось: {error}",
+    # --- RulesView and ConntrackView
+    "e.g. default/web": "например default/web",
+    "only matched rules": "только сработавшие правила",
+    "{node} — kube-proxy mode {mode}, {lines} lines, {matched} matched by the traced request":
+        "{node} — режим kube-proxy {mode}, строк: {lines}, сработало на отслеженный запрос: {matched}",
+    "… {count} more lines (narrow them with grep)": "… ещё строк: {count} (сузьте их через grep)",
+    "all nodes": "все ноды",
+    "refresh": "обновить",
+    "no tracked connections": "нет отслеживаемых соединений",
+    # --- the picture
+    "None (headless)": "None (headless-сервис)",
+    "client (outside the cluster)": "клиент (снаружи кластера)",
+    "client": "клиент",
+    "outside the cluster": "снаружи кластера",
+    "no zone": "без зоны",
+    "answered by {pod} (it saw client {client_ip})": "ответил {pod} (он увидел клиента {client_ip})",
+    " (control plane)": " (control plane-нода)",
+    " · {rules} rules": " · правил: {rules}",
+    " (sync pending)": " (ждёт синхронизации)",
+    "kube-proxy ■ stopped — {mode} rules stay in the kernel": "kube-proxy ■ остановлен — правила {mode} остаются в ядре",
+    "slice {name}: {ready}/{size} ready": "слайс {name}: ready {ready}/{size}",
+    "the traced connection ({shown}/{steps} steps)": "отслеженное соединение (шаги {shown}/{steps})",
+    "pod {state}": "под {state}",
+    "lines: slice endpoints (green ready, orange serving+terminating, grey/red not ready)":
+        "линии: эндпоинты слайсов (зелёные ready, оранжевые serving+terminating, серые/красные не ready)",
+    "lines: endpoints (green ready, orange terminating, grey not ready)":
+        "линии: эндпоинты (зелёные ready, оранжевые terminating, серые не ready)",
 }

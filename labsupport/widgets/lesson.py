@@ -12,6 +12,8 @@ from typing import Any, Iterable
 
 import yaml
 
+from labsupport.i18n import tr
+
 
 class Table:
     """Rows of dicts shown as an HTML table (and as aligned text where HTML is not shown)."""
@@ -125,7 +127,7 @@ def self_check(passed: bool, success: str, hint: str) -> str:
     """A lesson's self-check: returns the success note, or raises AssertionError carrying the hint."""
     if not passed:
         from labsupport.checks import CheckFailed
-        raise CheckFailed(f"not yet: {hint}")
+        raise CheckFailed(tr("not yet: {hint}", hint=hint))
     return f"✓ {success}"
 
 
