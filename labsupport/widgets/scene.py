@@ -469,7 +469,7 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
             out.append(f'<g class="zone" data-name="{_esc(data[nid]["label"])}">'
                        f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="8" '
                        f'fill="#f5f7fb" stroke="#c5cae9" stroke-dasharray="4 3"/>'
-                       + _text(box.x + 10 * s, box.y + 17 * s, f"zone {data[nid]['label']}", fs, weight="bold",
+                       + _text(box.x + 10 * s, box.y + 17 * s, tr("zone {name}", name=data[nid]['label']), fs, weight="bold",
                                fill="#3949ab") + "</g>")
     for nid, box in boxes.items():
         if nid not in data or data[nid]["kind"] != "node":
