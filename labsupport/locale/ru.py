@@ -330,4 +330,9 @@ MESSAGES: dict[str, str] = {
         "линии: эндпоинты слайсов (зелёные ready, оранжевые serving+terminating, серые/красные не ready)",
     "lines: endpoints (green ready, orange terminating, grey not ready)":
         "линии: эндпоинты (зелёные ready, оранжевые terminating, серые не ready)",
+    # --- results of the network verbs
+    "{status} from pod {pod} on {node}; the app saw client {client_ip}":
+        "{status} от пода {pod} на {node}; приложение увидело клиента {client_ip}",
+    "answered by {pod} (saw client {client_ip})": "ответил {pod} (увидел клиента {client_ip})",
+    "trace {url} from {source}": "путь {url} из {source}",
 }
