@@ -57,7 +57,7 @@ def translate(text: str) -> str:
 
 
 def tr(text: str, /, **values: Any) -> str:
-    """`text` in the language chosen now, its `{placeholders}` filled from `values` (str.format's rules: a literal brace is doubled)."""
+    """`text` in the language chosen now, `{placeholders}` filled from `values` (str.format: a brace is doubled)."""
     return translate(text).format(**values)
 
 

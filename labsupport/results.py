@@ -108,8 +108,8 @@ class Trace:
 
     def text(self) -> str:
         """The whole trace as text."""
-        end = ("=> " + tr("answered by {pod} (saw client {client_ip})", pod=f"{self.result.namespace}/{self.result.pod}",
-                          client_ip=self.result.client_ip)
+        end = ("=> " + tr("answered by {pod} (saw client {client_ip})",
+                          pod=f"{self.result.namespace}/{self.result.pod}", client_ip=self.result.client_ip)
                if self.result.ok else f"=> {self.result.error}")
         return "\n".join([tr("trace {url} from {source}", url=self.url, source=self.source),
                           *(h.text() for h in self.hops), end])

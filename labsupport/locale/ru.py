@@ -93,7 +93,8 @@ MESSAGES: dict[str, str] = {
         'у Service "{name}" clusterIP {ip!r}, значит, он не headless: задайте spec.clusterIP: None. clusterIP '
         "нельзя изменить у существующего Service, поэтому удалите его (lab.delete('svc', {name!r})) и создайте "
         "заново.",
-    "expected the answer of lab.nslookup(...), got {answer!r}.": "ожидался ответ lab.nslookup(...), получено {answer!r}.",
+    "expected the answer of lab.nslookup(...), got {answer!r}.":
+        "ожидался ответ lab.nslookup(...), получено {answer!r}.",
     "nslookup found no address ({rcode}): a headless Service with no ready endpoints is NXDOMAIN; are the pods with "
     "{selector} Ready? The answer was:\n{text}":
         "nslookup не нашёл ни одного адреса ({rcode}): headless Service без готовых эндпоинтов даёт NXDOMAIN; "
@@ -247,7 +248,8 @@ MESSAGES: dict[str, str] = {
     "not yet: {hint}": "пока нет: {hint}",
     # --- the Lab's card
     "backend {backend}, kube-proxy mode {mode}": "бэкенд {backend}, режим kube-proxy {mode}",
-    "backend {backend}, server {server}, namespace {namespace}": "бэкенд {backend}, сервер {server}, namespace {namespace}",
+    "backend {backend}, server {server}, namespace {namespace}":
+        "бэкенд {backend}, сервер {server}, namespace {namespace}",
     "(cluster {cluster}, kube-proxy {mode})": "(кластер {cluster}, kube-proxy {mode})",
     "(nodes not visible to this account)": "(этой учётной записи ноды не видны)",
     "node": "нода",
@@ -322,7 +324,8 @@ MESSAGES: dict[str, str] = {
     " (control plane)": " (control plane-нода)",
     " · {rules} rules": " · правил: {rules}",
     " (sync pending)": " (ждёт синхронизации)",
-    "kube-proxy ■ stopped — {mode} rules stay in the kernel": "kube-proxy ■ остановлен — правила {mode} остаются в ядре",
+    "kube-proxy ■ stopped — {mode} rules stay in the kernel":
+        "kube-proxy ■ остановлен — правила {mode} остаются в ядре",
     "slice {name}: {ready}/{size} ready": "слайс {name}: ready {ready}/{size}",
     "the traced connection ({shown}/{steps} steps)": "отслеженное соединение (шаги {shown}/{steps})",
     "pod {state}": "под {state}",
@@ -335,4 +338,8 @@ MESSAGES: dict[str, str] = {
         "{status} от пода {pod} на {node}; приложение увидело клиента {client_ip}",
     "answered by {pod} (saw client {client_ip})": "ответил {pod} (увидел клиента {client_ip})",
     "trace {url} from {source}": "путь {url} из {source}",
+    # --- the Lab
+    "unknown backend {backend!r}: choose one of {backends}":
+        "неизвестный бэкенд {backend!r}: выберите один из {backends}",
+    "the {backend} backend has no embedded control plane": "у бэкенда {backend} нет встроенного control plane",
 }

@@ -286,8 +286,8 @@ class EmbeddedBackend:
                        f"<td>{html.escape(n['metadata']['labels'].get('topology.kubernetes.io/zone', ''))}</td>"
                        f"<td>{html.escape(n['spec'].get('podCIDR', ''))}</td></tr>" for n in nodes)
         mode = self.proxy_mode()
-        return ("<div><b>Lab</b> — " + tr("backend {backend}, kube-proxy mode {mode}", backend=f"<code>{self.name}</code>",
-                                          mode=f"<code>{mode}</code>")
+        return ("<div><b>Lab</b> — " + tr("backend {backend}, kube-proxy mode {mode}",
+                                          backend=f"<code>{self.name}</code>", mode=f"<code>{mode}</code>")
                 + f"<table><tr><th>{tr('node')}</th><th>IP</th><th>{tr('zone')}</th><th>pod CIDR</th></tr>"
                 f"{rows}</table></div>")
 

@@ -307,7 +307,8 @@ class ClusterGraph(LiveView):
                 for p in shown]
         sources = [(tr("pod {name}", name=label), f"pod/{value}") for (label, value), o in zip(pods, shown)
                    if (o.get("status") or {}).get("phase") == "Running" and not o["metadata"].get("deletionTimestamp")]
-        sources += [(tr("node {name}", name=n['metadata']['name']), f"node/{n['metadata']['name']}") for n in objects["nodes"]]
+        sources += [(tr("node {name}", name=n['metadata']['name']), f"node/{n['metadata']['name']}")
+                    for n in objects["nodes"]]
         sources += [(tr("client (outside)"), "client")]
         services = [f"{s['metadata']['namespace']}/{s['metadata']['name']}" for s in objects["services"]
                     if (wanted is None or s["metadata"].get("namespace") in wanted)

@@ -80,17 +80,18 @@ class RulesView(LiveView):
                 continue
             shown += 1
             if shown > self.max_lines:
-                rows.append("<div>" + tr("… {count} more lines (narrow them with grep)", count=len(lines) - i) + "</div>")
+                more = tr("… {count} more lines (narrow them with grep)", count=len(lines) - i)
+                rows.append(f"<div>{more}</div>")
                 break
             style = f' style="{HIT_STYLE}"' if i in lit else ""
             klass = ' class="rule matched"' if i in lit else ' class="rule"'
             rows.append(f"<div{klass}{style}>{html.escape(line) or '&nbsp;'}</div>")
         size = 12 * type_scale(self.present)
         mode = self.lab.proxy_mode
-        head = ("<div style='margin:4px 0'>" + tr("{node} — kube-proxy mode {mode}, {lines} lines, {matched} matched "
-                                                   "by the traced request", node=f"<b>{html.escape(self.node.value)}</b>",
-                                                   mode=f"<code>{mode}</code>", lines=len(lines), matched=len(lit))
-                + "</div>")
+        summary = tr("{node} — kube-proxy mode {mode}, {lines} lines, {matched} matched by the traced request",
+                     node=f"<b>{html.escape(self.node.value)}</b>", mode=f"<code>{mode}</code>", lines=len(lines),
+                     matched=len(lit))
+        head = f"<div style='margin:4px 0'>{summary}</div>"
         self.html = (f"<div class='labsupport-rules'>{head}<div style=\"font-family:monospace;font-size:{size:.0f}px;"
                      f"white-space:pre;max-height:420px;overflow:auto;border:1px solid #ddd;padding:4px\">"
                      + "".join(rows) + "</div></div>")

@@ -469,8 +469,8 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
             out.append(f'<g class="zone" data-name="{_esc(data[nid]["label"])}">'
                        f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="8" '
                        f'fill="#f5f7fb" stroke="#c5cae9" stroke-dasharray="4 3"/>'
-                       + _text(box.x + 10 * s, box.y + 17 * s, tr("zone {name}", name=data[nid]['label']), fs, weight="bold",
-                               fill="#3949ab") + "</g>")
+                       + _text(box.x + 10 * s, box.y + 17 * s, tr("zone {name}", name=data[nid]['label']), fs,
+                               weight="bold", fill="#3949ab") + "</g>")
     for nid, box in boxes.items():
         if nid not in data or data[nid]["kind"] != "node":
             continue
@@ -556,7 +556,8 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
         out.append(f'<g class="slice" data-name="{_esc(d["label"])}">'
                    f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="4" '
                    f'fill="#ffffff" stroke="#7e57c2"/>'
-                   + _text(box.x + 6 * s, box.y + 12.5 * s, tr("slice {name}: {ready}/{size} ready", name=d['label'], ready=d['ready'], size=d['size']),
+                   + _text(box.x + 6 * s, box.y + 12.5 * s,
+                           tr("slice {name}: {ready}/{size} ready", name=d['label'], ready=d['ready'], size=d['size']),
                            fs * 0.78, fill="#4527a0") + "</g>")
     # the traced connection
     trace_from = len(out)
@@ -588,8 +589,8 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
         out.append(f'<g class="trace-labels" paint-order="stroke" stroke="#ffffff" stroke-width="{3 * s:.1f}" '
                    f'stroke-linejoin="round">' + "".join(labels) + "</g>")
         cy = height + 4 * s
-        out.append(_text(14 * s, cy + 8 * s, tr("the traced connection ({shown}/{steps} steps)", shown=len(shown), steps=len(steps)), fs,
-                         weight="bold", fill=TRACE_COLOR))
+        title = tr("the traced connection ({shown}/{steps} steps)", shown=len(shown), steps=len(steps))
+        out.append(_text(14 * s, cy + 8 * s, title, fs, weight="bold", fill=TRACE_COLOR))
         for line, is_nat in caption:
             cy += 16 * s
             out.append(f'<text x="{14 * s:.1f}" y="{cy + 8 * s:.1f}" font-size="{fs * 0.85:.1f}" '
@@ -601,7 +602,8 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
     for state in ("ready", "not-ready", "terminating", "pending"):
         stroke, fill = POD_COLORS[state]
         out.append(f'<rect x="{lx:.1f}" y="{ly - 10 * s:.1f}" width="{12 * s:.1f}" height="{12 * s:.1f}" rx="2" '
-                   f'fill="{fill}" stroke="{stroke}"/>' + _text(lx + 16 * s, ly, tr("pod {state}", state=state), fs * 0.85))
+                   f'fill="{fill}" stroke="{stroke}"/>'
+                   + _text(lx + 16 * s, ly, tr("pod {state}", state=state), fs * 0.85))
         lx += 110 * s
     for note in (tr("lines: slice endpoints (green ready, orange serving+terminating, grey/red not ready)"),
                  tr("lines: endpoints (green ready, orange terminating, grey not ready)")):
