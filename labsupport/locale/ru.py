@@ -342,4 +342,6 @@ MESSAGES: dict[str, str] = {
     "unknown backend {backend!r}: choose one of {backends}":
         "неизвестный бэкенд {backend!r}: выберите один из {backends}",
     "the {backend} backend has no embedded control plane": "у бэкенда {backend} нет встроенного control plane",
+    # --- kubectl's card
+    "exit code {code}": "код выхода {code}",
 }
