@@ -12,17 +12,18 @@ the text as written.
 """
 from __future__ import annotations
 
-import importlib
 import os
-from functools import cache
 from typing import Any
 
 from labsupport.errors import LabError
+from labsupport.locale import ru
 
 #: The environment variable that chooses the language.
 VARIABLE = "LABSUPPORT_LANG"
+#: Each language's catalog, English text → its own (English, the default and first, needs none).
+CATALOGS: dict[str, dict[str, str]] = {"en": {}, "ru": ru.MESSAGES}
 #: The languages there is a catalog for; the first is the default.
-LANGUAGES = ("en", "ru")
+LANGUAGES = tuple(CATALOGS)
 
 
 class UnknownLanguage(LabError, ValueError):
@@ -41,14 +42,11 @@ def language() -> str:
     return code
 
 
-@cache
 def catalog(lang: str) -> dict[str, str]:
     """The catalog of `lang`: English text → translated text (empty for English)."""
-    if lang == LANGUAGES[0]:
-        return {}
-    if lang not in LANGUAGES:
+    if lang not in CATALOGS:
         raise UnknownLanguage(f"no catalog for {lang!r}: the languages are {', '.join(LANGUAGES)}.")
-    return dict(importlib.import_module(f"labsupport.locale.{lang}").MESSAGES)
+    return CATALOGS[lang]
 
 
 def translate(text: str) -> str:
@@ -61,4 +59,4 @@ def tr(text: str, /, **values: Any) -> str:
     return translate(text).format(**values)
 
 
-__all__ = ["VARIABLE", "LANGUAGES", "UnknownLanguage", "language", "catalog", "translate", "tr"]
+__all__ = ["VARIABLE", "CATALOGS", "LANGUAGES", "UnknownLanguage", "language", "catalog", "translate", "tr"]
