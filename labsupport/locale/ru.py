@@ -246,6 +246,7 @@ MESSAGES: dict[str, str] = {
         "ваш выбор {got} неверен: не хватает верных вариантов: {missing}, выбрано неверных: {wrong}.",
     # --- lesson helpers
     "not yet: {hint}": "пока нет: {hint}",
+    "({error} error)": "(ошибка {error})",
     # --- the Lab's card
     "backend {backend}, kube-proxy mode {mode}": "бэкенд {backend}, режим kube-proxy {mode}",
     "backend {backend}, server {server}, namespace {namespace}":

@@ -99,7 +99,7 @@ def spread(lab: Any, url: str, source: str = "client", requests: int = 60, by: s
     for _ in range(requests):
         r = lab.curl(url, source=source)
         if not r.ok:
-            counts["(" + (r.error or "no answer").split(":")[0] + " error)"] += 1
+            counts[tr("({error} error)", error=(r.error or tr("no answer")).split(":")[0])] += 1
         elif by == "node":
             counts[r.node] += 1
         elif by == "zone":
