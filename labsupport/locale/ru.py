@@ -345,4 +345,35 @@ MESSAGES: dict[str, str] = {
     "the {backend} backend has no embedded control plane": "у бэкенда {backend} нет встроенного control plane",
     # --- kubectl's card
     "exit code {code}": "код выхода {code}",
+    # --- a traced connection's hops (sim)
+    "network": "сеть",
+    "load balancer": "балансировщик",
+    "no route from outside the cluster to {dst} (only node addresses and LoadBalancer IPs are reachable from here)":
+        "снаружи кластера нет маршрута до {dst} (отсюда доступны только адреса нод и IP LoadBalancer)",
+    "routing loop towards {dst}:{dport}: the connection times out":
+        "петля маршрутизации в сторону {dst}:{dport}: соединение уходит в таймаут",
+    "no kube-proxy has ever run on this node: no rules, the packet goes on":
+        "на этой ноде kube-proxy ни разу не запускался: правил нет, пакет идёт дальше",
+    "OUTPUT (locally generated)": "OUTPUT (создан локально)",
+    "PREROUTING (arriving)": "PREROUTING (входящий)",
+    "the reply from {dst} goes straight back to {src}, bypassing {dnat_node} where the DNAT happened: it matches no "
+    "connection the client knows (conntrack INVALID) and is dropped — the connection times out":
+        "ответ от {dst} идёт прямо к {src}, минуя {dnat_node}, где был DNAT: он не совпадает ни с одним "
+        "соединением, известным клиенту (conntrack INVALID), и отбрасывается — соединение уходит в таймаут",
+    "{node} → {target} over the node network (pod-to-pod, no NAT)":
+        "{node} → {target} по сети нод (под–под, без NAT)",
+    "{node} → {target} ({dst}) over the node network": "{node} → {target} ({dst}) по сети нод",
+    "no host answers at {dst} (no such pod): the connection times out":
+        "по адресу {dst} никто не отвечает (такого пода нет): соединение уходит в таймаут",
+    "delivered to pod {pod} at {address}": "доставлено в под {pod} на {address}",
+    "nothing listens on {proto}/{port} in this pod: connection refused":
+        "в этом поде никто не слушает {proto}/{port}: connection refused",
+    "client {client} → node {node} ({dst})": "клиент {client} → нода {node} ({dst})",
+    "health checks {checked}": "проверки здоровья {checked}",
+    "no healthy node behind {dst}: the connection times out":
+        "за {dst} нет ни одной здоровой ноды: соединение уходит в таймаут",
+    "{dst} → node {node} (chosen among {count} healthy node(s))":
+        "{dst} → нода {node} (выбрана среди здоровых нод: {count})",
+    "kube-proxy health check server answers {code}": "сервер health check kube-proxy отвечает {code}",
+    "nothing listens on {ip}:{port}: connection refused": "на {ip}:{port} никто не слушает: connection refused",
 }

@@ -29,7 +29,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from labsupport.i18n import tr
+from labsupport.i18n import tr, translate
 
 CLIENT = "client"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -300,6 +300,12 @@ class Step:
 _DELIVERED = re.compile(r"delivered to pod (\S+?)/(\S+) at ")
 
 
+def _delivered_here() -> re.Pattern:
+    """The hop that hands a connection to a pod, as the backends write it in the language chosen now."""
+    head = translate("delivered to pod {pod} at {address}").split("{address}")[0]
+    return re.compile(re.escape(head).replace(re.escape("{pod}"), r"(\S+?)/(\S+)"))
+
+
 def trace_steps(trace: Any, graph: nx.DiGraph) -> list[Step]:
     """Turn a `lab.trace(...)` result into legs between picture elements, each with its NAT rewrites."""
     source = getattr(trace, "source", "client")
@@ -316,9 +322,10 @@ def trace_steps(trace: Any, graph: nx.DiGraph) -> list[Step]:
     steps: list[Step] = []
     notes: list[str] = []
     rewrites: list[str] = []
+    delivered = _delivered_here()
     for hop in getattr(trace, "hops", []):
         where, what = hop.where, hop.what
-        match = _DELIVERED.search(what)
+        match = _DELIVERED.search(what) or delivered.search(what)
         target = None
         if match:
             target = f"pod:{match.group(1)}/{match.group(2)}"

@@ -44,6 +44,8 @@ def test_the_picture_is_russian_with_ru(lab, monkeypatch):
     graph.url.value = "http://web"
     graph._act(graph._send_request)
     assert " от web-" in graph.status.value and "увиденный IP клиента" in graph.status.value
+    assert graph.steps and graph.steps[-1].end.startswith("pod:default/web-"), "the drawn path stops short of the pod"
+    assert "по сети нод" in " ".join(step.text for step in graph.steps)
     assert "бэкенд <code>sim</code>, режим kube-proxy <code>iptables</code>" in lab._repr_html_()
 
 
