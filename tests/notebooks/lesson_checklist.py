@@ -116,7 +116,7 @@ CHECKLIST: dict[str, dict[str, list[str]]] = {
 #: wording (stems, so that any case ending matches) and the terms and code both editions share.
 CHECKLIST_RU: dict[str, dict[str, list[str]]] = {
     "concepts": {
-        "pods have their own IPs and are mortal": ["собственный IP", "смертн", "rollout", "scale", "рестарт"],
+        "pods have their own IPs and are mortal": ["свой IP", "смертн", "rollout", "scale", "рестарт"],
         "a hard-coded pod IP breaks": ["хардкод", "таймаут"],
         "HPA changes the set of IPs": ["HorizontalPodAutoscaler"],
         "Service: stable ClusterIP and DNS name": ["стабильн", "ClusterIP", "DNS-им"],
@@ -126,7 +126,7 @@ CHECKLIST_RU: dict[str, dict[str, list[str]]] = {
         "EndpointSlice controller in kube-controller-manager": ["EndpointSlice", "kube-controller-manager"],
         "readiness gates endpoints": ["readiness", "ready: false"],
         "one Endpoints object per Service, deprecated": ["объект Endpoints", "deprecated"],
-        "5,000 pods: the whole list ships to every kube-proxy": ["5000 подов", "3,000", "4.5 GB"],
+        "5,000 pods: the whole list ships to every kube-proxy": ["5000 подов", "3000", "4,5 ГБ"],
         "slices of at most 100 endpoints": ["100 эндпоинтов", "только тот слайс"],
         "endpoint conditions": ["ready", "serving", "terminating", "conditions"],
         "kube-proxy is a DaemonSet with an informer cache; it tracks changes, never reads the rules back": [
@@ -151,7 +151,7 @@ CHECKLIST_RU: dict[str, dict[str, list[str]]] = {
         "StatefulSet stable DNS names": ["StatefulSet", "web-0.web.default.svc.cluster.local"],
         "SNAT loses the client IP": ["SNAT", "маскарадинг", "IP клиента"],
         "externalTrafficPolicy Cluster vs Local": ["externalTrafficPolicy: Local", "Cluster"],
-        "Local: drops on nodes without pods, uneven": ["дропается", "неравномерн"],
+        "Local: drops on nodes without pods, uneven": ["дропает", "неравномерн"],
         "healthCheckNodePort": ["healthCheckNodePort", "503"],
         "cross-zone traffic costs money": ["cross-AZ", "латентность"],
         "topology-aware hints annotation replaced": ["service.kubernetes.io/topology-aware-hints"],
@@ -172,7 +172,7 @@ CHECKLIST_RU: dict[str, dict[str, list[str]]] = {
         "the 2017 iptables figures are history": ["2017"],
         "IPVS gives every real server weight 1": ["real server", "вес 1"],
         "the Endpoints controller truncates at 1,000": ["over-capacity", "1000"],
-        "the two sources of the slice estimate": ["KEP-0752", "300 B", "90 MB", "50 MB"],
+        "the two sources of the slice estimate": ["KEP-0752", "300 Б", "90 МБ", "50 МБ"],
         "control-plane side of scale": ["control plane", "watch"],
         "conntrack table size and stale UDP entries": ["nf_conntrack_max", "UDP", "conntrack -D"],
         "NXDOMAIN vs NODATA": ["NXDOMAIN", "NODATA"],
@@ -214,8 +214,8 @@ CHECKLIST_RU: dict[str, dict[str, list[str]]] = {
     },
     "questions": {
         "Q1 EndpointSlices vs Endpoints at scale": ["Почему EndpointSlices масштабируются лучше"],
-        "Q2 IPVS/nftables lookup vs iptables list": ["IPVS/nftables", "линейного списка"],
-        "Q3 what externalTrafficPolicy Local does and its price": ["Что именно делает externalTrafficPolicy: Local"],
+        "Q2 IPVS/nftables lookup vs iptables list": ["IPVS или nftables", "линейного списка"],
+        "Q3 what externalTrafficPolicy Local does and its price": ["Что именно делает `externalTrafficPolicy: Local`"],
         "Q4 headless Service and StatefulSet": ["headless-сервис", "незаменим для StatefulSet"],
     },
 }
