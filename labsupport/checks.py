@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from labsupport.apps.stop import hook_seconds
 from labsupport.errors import LabError, NotFound
+from labsupport.i18n import tr
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
@@ -43,8 +44,9 @@ def find(lab: Any, kind: str, name: str, namespace: str = "default", hint: str =
         return lab.get(kind, name, namespace=namespace)
     except NotFound:
         listing = f"lab.get({kind!r}" + (")" if namespace == "default" else f", namespace={namespace!r})")
-        _fail(f'there is no {_kind_word(kind)} "{name}" in namespace "{namespace}": did the cell that creates it '
-              f"run without an error? {hint or f'List what exists with {listing}.'}")
+        _fail(tr('there is no {kind} "{name}" in namespace "{namespace}": did the cell that creates it '
+                 "run without an error? {hint}", kind=_kind_word(kind), name=name, namespace=namespace,
+                 hint=hint or tr("List what exists with {listing}.", listing=listing)))
 
 
 def _kind_word(kind: str) -> str:
@@ -113,22 +115,22 @@ def _what_pods_carry(lab: Any, selector: dict | None, namespace: str) -> str:
     """A hint for a selector that picks no pod: the labels the pods of the namespace do have."""
     pods = lab.get("pods", namespace=namespace)
     if not pods:
-        return f' There is no pod at all in namespace "{namespace}".'
+        return tr(' There is no pod at all in namespace "{namespace}".', namespace=namespace)
     picked = lab.get("pods", namespace=namespace, selector=_selector_text(selector) or None)
     if selector and picked:
-        return (f" It picks {len(picked)} pod(s), but none has an IP yet (still Pending?): "
-                f"lab.get('pods', selector={_selector_text(selector)!r}).")
+        return tr(" It picks {count} pod(s), but none has an IP yet (still Pending?): "
+                  "lab.get('pods', selector={selector!r}).", count=len(picked), selector=_selector_text(selector))
     keys = set(selector or {})
     seen: dict[str, int] = {}
     for pod in pods:
         labels = pod["metadata"].get("labels") or {}
         shown = {k: v for k, v in labels.items() if k in keys} or labels
-        text = _selector_text(shown) or "no labels"
+        text = _selector_text(shown) or tr("no labels")
         seen[text] = seen.get(text, 0) + 1
-    listing = ", ".join(f"{text} ({n} pod{'s' if n > 1 else ''})"
+    listing = ", ".join(tr("{text} ({n} pods)", text=text, n=n) if n > 1 else tr("{text} (1 pod)", text=text)
                         for text, n in sorted(seen.items(), key=lambda item: -item[1])[:5])
-    return (f' No pod has the labels {_selector_text(selector)}; the pods in namespace "{namespace}" have: '
-            f"{listing}.")
+    return tr(' No pod has the labels {selector}; the pods in namespace "{namespace}" have: {listing}.',
+              selector=_selector_text(selector), namespace=namespace, listing=listing)
 
 
 # --- exercise 1: Deployments, Services and their EndpointSlices ------------------------------------------
@@ -139,19 +141,22 @@ def deployment_ready(lab: Any, name: str, replicas: int, image: str | None = Non
     dep = find(lab, "deployment", name, namespace)
     spec = dep.get("spec") or {}
     if spec.get("replicas", 1) != replicas:
-        _fail(f'the Deployment "{name}" asks for {spec.get("replicas", 1)} replicas, expected {replicas}: '
-              "set spec.replicas in the manifest (or lab.scale()).")
+        _fail(tr('the Deployment "{name}" asks for {got} replicas, expected {replicas}: '
+                 "set spec.replicas in the manifest (or lab.scale()).", name=name, got=spec.get("replicas", 1),
+                 replicas=replicas))
     if image is not None:
         images = [c.get("image", "") for c in spec["template"]["spec"].get("containers", [])]
         if not any(i.split("@")[0].split(":")[0].rsplit("/", 1)[-1] == image for i in images):
-            _fail(f'the Deployment "{name}" runs {images}, expected an image of "{image}" '
-                  f'(for example "{image}:1.27"): check spec.template.spec.containers[0].image.')
+            _fail(tr('the Deployment "{name}" runs {images}, expected an image of "{image}" '
+                     '(for example "{image}:1.27"): check spec.template.spec.containers[0].image.',
+                     name=name, images=images, image=image))
     available = (dep.get("status") or {}).get("availableReplicas", 0)
     if available != replicas:
-        _fail(f'the Deployment "{name}" has {available} available replicas, expected {replicas}: pods take a '
-              "moment to start, so wait for them, e.g. lab.wait(lambda l: "
-              f"len(checks.ready_addresses(l, {name!r})) == {replicas}), or look at lab.get('pods', "
-              f"selector={_selector_text(spec.get('selector', {}).get('matchLabels'))!r}).")
+        _fail(tr('the Deployment "{name}" has {available} available replicas, expected {replicas}: pods take a '
+                 "moment to start, so wait for them, e.g. lab.wait(lambda l: "
+                 "len(checks.ready_addresses(l, {name!r})) == {replicas}), or look at lab.get('pods', "
+                 "selector={selector!r}).", name=name, available=available, replicas=replicas,
+                 selector=_selector_text(spec.get('selector', {}).get('matchLabels'))))
     return dep
 
 
@@ -162,8 +167,9 @@ def pre_stop_seconds(lab: Any, name: str, minimum: float = 1, namespace: str = "
     hooks = [(c.get("lifecycle") or {}).get("preStop") for c in containers]
     held = max((hook_seconds(h) for h in hooks if h), default=0.0)
     if held < minimum:
-        _fail(f'the Deployment "{name}" has no preStop hook that holds its pods (found {hooks}): add '
-              'lifecycle: {preStop: {exec: {command: [sleep, "20"]}}} to its container in the pod template.')
+        _fail(tr('the Deployment "{name}" has no preStop hook that holds its pods (found {hooks}): add '
+                 'lifecycle: {{preStop: {{exec: {{command: [sleep, "20"]}}}}}} to its container in the pod '
+                 "template.", name=name, hooks=hooks))
     return held
 
 
@@ -172,7 +178,8 @@ def service_type(lab: Any, name: str, expected: str, namespace: str = "default")
     svc = find(lab, "service", name, namespace)
     got = (svc.get("spec") or {}).get("type", "ClusterIP")
     if got != expected:
-        _fail(f'the Service "{name}" is of type {got}, expected {expected}: set spec.type in its manifest.')
+        _fail(tr('the Service "{name}" is of type {got}, expected {expected}: set spec.type in its manifest.',
+                 name=name, got=got, expected=expected))
     return svc
 
 
@@ -181,21 +188,24 @@ def slice_has_ready_addresses(lab: Any, service: str, count: int, namespace: str
     svc = find(lab, "service", service, namespace)
     found = slices(lab, service, namespace)
     if not found:
-        _fail(f'the Service "{service}" has no EndpointSlice: the controller writes one as soon as the Service '
-              f"exists; look with lab.get('endpointslices', selector='{SERVICE_NAME_LABEL}={service}').")
+        _fail(tr('the Service "{service}" has no EndpointSlice: the controller writes one as soon as the Service '
+                 "exists; look with lab.get('endpointslices', selector='{label}={service}').",
+                 service=service, label=SERVICE_NAME_LABEL))
     addresses = ready_addresses(lab, service, namespace)
     if len(addresses) != count:
         selector = _selector_text((svc.get("spec") or {}).get("selector"))
         all_eps = endpoints(found)
         extra = ""
         if not all_eps:
-            extra = (f" The slice is empty: does the selector {selector!r} match any pod's labels?"
-                     + _what_pods_carry(lab, (svc.get("spec") or {}).get("selector"), namespace))
+            extra = (tr(" The slice is empty: does the selector {selector!r} match any pod's labels?",
+                        selector=selector) + _what_pods_carry(lab, (svc.get("spec") or {}).get("selector"), namespace))
         elif len(addresses) < count:
-            extra = (f" {len(all_eps) - len(addresses)} endpoint(s) are listed but not ready: are all pods Ready "
-                     f"(readiness probe), or still starting? Try lab.get('pods', selector={selector!r}).")
-        _fail(f'the slices of "{service}" list {len(addresses)} ready address(es), expected {count}: '
-              f"are all pods Ready? try lab.get('pods', selector={selector!r}).{extra}")
+            extra = tr(" {count} endpoint(s) are listed but not ready: are all pods Ready "
+                       "(readiness probe), or still starting? Try lab.get('pods', selector={selector!r}).",
+                       count=len(all_eps) - len(addresses), selector=selector)
+        _fail(tr('the slices of "{service}" list {got} ready address(es), expected {count}: '
+                 "are all pods Ready? try lab.get('pods', selector={selector!r}).", service=service,
+                 got=len(addresses), count=count, selector=selector) + extra)
     return addresses
 
 
@@ -208,44 +218,47 @@ def slice_matches_pods(lab: Any, service: str, selector: str, namespace: str = "
         svc_selector = ((find(lab, "service", service, namespace).get("spec") or {}).get("selector"))
         if not endpoints(slices(lab, service, namespace)):
             extra = _what_pods_carry(lab, svc_selector, namespace)
-        _fail(f'the slices of "{service}" list {addresses} but the Ready pods with {selector} have {pods}: the '
-              "slice follows the Service's selector and the pods' readiness; compare the Service's "
-              f"spec.selector ({_selector_text(svc_selector)!r}) with the pods' labels.{extra}")
+        _fail(tr('the slices of "{service}" list {addresses} but the Ready pods with {selector} have {pods}: the '
+                 "slice follows the Service's selector and the pods' readiness; compare the Service's "
+                 "spec.selector ({service_selector!r}) with the pods' labels.", service=service,
+                 addresses=addresses, selector=selector, pods=pods,
+                 service_selector=_selector_text(svc_selector)) + extra)
     return addresses
 
 
 def same_addresses(addresses: Iterable[str], lab: Any, service: str, namespace: str = "default") -> None:
     """`addresses` (what you read) are the ready addresses the Service's slices list now."""
     if isinstance(addresses, str) or addresses is None:
-        _fail(f"expected a list of IP strings, got {addresses!r}: collect e['addresses'][0] for every endpoint "
-              "e of every slice.")
+        _fail(tr("expected a list of IP strings, got {addresses!r}: collect e['addresses'][0] for every endpoint "
+                 "e of every slice.", addresses=addresses))
     got = sorted(addresses)
     want = ready_addresses(lab, service, namespace)
     if got != want:
-        _fail(f'you have {got}, but the slices of "{service}" list {want} as ready: read them from '
-              f"lab.get('endpointslices', selector='{SERVICE_NAME_LABEL}={service}'), "
-              "each slice's endpoints[*].addresses.")
+        _fail(tr('you have {got}, but the slices of "{service}" list {want} as ready: read them from '
+                 "lab.get('endpointslices', selector='{label}={service}'), "
+                 "each slice's endpoints[*].addresses.", got=got, service=service, want=want,
+                 label=SERVICE_NAME_LABEL))
 
 
 def endpoint_terminating(captured: Any, pod_ip: str) -> dict:
     """In the captured slice(s) the endpoint of `pod_ip` is terminating: ready false, serving true, terminating true."""
     if captured is None:
-        _fail("nothing was captured: store the slice (or the list lab.get('endpointslices', …) returns) in a "
-              "variable right after deleting the pod, before moving the clock.")
+        _fail(tr("nothing was captured: store the slice (or the list lab.get('endpointslices', …) returns) in a "
+                 "variable right after deleting the pod, before moving the clock."))
     eps = endpoints(captured)
     match = [e for e in eps if pod_ip in e.get("addresses", [])]
     if not match:
         listed = sorted(a for e in eps for a in e.get("addresses", []))
-        _fail(f"the captured slice has no endpoint for {pod_ip} (it lists {listed}): capture the slice right after "
-              "lab.delete(...), before advancing the clock past the pod's grace period (30 s by default), and "
-              "check that the pod you deleted had this IP.")
+        _fail(tr("the captured slice has no endpoint for {pod_ip} (it lists {listed}): capture the slice right "
+                 "after lab.delete(...), before advancing the clock past the pod's grace period (30 s by default), "
+                 "and check that the pod you deleted had this IP.", pod_ip=pod_ip, listed=listed))
     cond = match[0].get("conditions") or {}
     if not cond.get("terminating"):
-        _fail(f"the endpoint {pod_ip} in the captured slice is not terminating (conditions: {cond}): capture the "
-              "slice AFTER lab.delete(...) of that pod, not before.")
+        _fail(tr("the endpoint {pod_ip} in the captured slice is not terminating (conditions: {cond}): capture the "
+                 "slice AFTER lab.delete(...) of that pod, not before.", pod_ip=pod_ip, cond=cond))
     if cond.get("ready") is not False:
-        _fail(f"the endpoint {pod_ip} is terminating but still ready (conditions: {cond}): a terminating endpoint "
-              "is never ready; is this really the slice after the delete?")
+        _fail(tr("the endpoint {pod_ip} is terminating but still ready (conditions: {cond}): a terminating "
+                 "endpoint is never ready; is this really the slice after the delete?", pod_ip=pod_ip, cond=cond))
     return match[0]
 
 
@@ -253,8 +266,9 @@ def address_gone(lab: Any, service: str, address: str, namespace: str = "default
     """`address` is no longer listed in any of the Service's slices (its pod is gone)."""
     listed = [a for e in endpoints(slices(lab, service, namespace)) for a in e.get("addresses", [])]
     if address in listed:
-        _fail(f'{address} is still listed in the slices of "{service}": the pod is terminating until its grace '
-              "period ends; advance the clock (lab.advance(seconds) or lab.wait(...)) until it is gone.")
+        _fail(tr('{address} is still listed in the slices of "{service}": the pod is terminating until its grace '
+                 "period ends; advance the clock (lab.advance(seconds) or lab.wait(...)) until it is gone.",
+                 address=address, service=service))
 
 
 # --- exercise 2: headless Services and DNS ---------------------------------------------------------------
@@ -264,15 +278,15 @@ def headless(lab: Any, name: str, namespace: str = "default") -> dict:
     svc = find(lab, "service", name, namespace)
     ip = (svc.get("spec") or {}).get("clusterIP")
     if ip != "None":
-        _fail(f'the Service "{name}" has clusterIP {ip!r}, so it is not headless: set spec.clusterIP: None. '
-              "clusterIP cannot change on an existing Service, so delete it (lab.delete('svc', "
-              f"{name!r})) and create it again.")
+        _fail(tr('the Service "{name}" has clusterIP {ip!r}, so it is not headless: set spec.clusterIP: None. '
+                 "clusterIP cannot change on an existing Service, so delete it (lab.delete('svc', "
+                 "{name!r})) and create it again.", name=name, ip=ip))
     return svc
 
 
 def _answer_addresses(answer: Any) -> list[str]:
     if answer is None or not hasattr(answer, "addresses"):
-        _fail(f"expected the answer of lab.nslookup(...), got {answer!r}.")
+        _fail(tr("expected the answer of lab.nslookup(...), got {answer!r}.", answer=answer))
     return sorted(answer.addresses)
 
 
@@ -283,14 +297,16 @@ def nslookup_returns_pod_ips(answer: Any, lab: Any, selector: str, namespace: st
     if got == want:
         return got
     if not got:
-        _fail(f"nslookup found no address ({getattr(answer, 'rcode', '?')}): a headless Service with no ready "
-              f"endpoints is NXDOMAIN; are the pods with {selector} Ready? The answer was:\n{answer.text}")
+        _fail(tr("nslookup found no address ({rcode}): a headless Service with no ready "
+                 "endpoints is NXDOMAIN; are the pods with {selector} Ready? The answer was:\n{text}",
+                 rcode=getattr(answer, 'rcode', '?'), selector=selector, text=answer.text))
     service_ips = {s["spec"].get("clusterIP") for s in lab.get("services", namespace=namespace)}
     if len(got) == 1 and got[0] in service_ips:
-        _fail(f"nslookup returned one address, {got[0]}, which is a Service's ClusterIP: the Service is not "
-              "headless (clusterIP: None), so DNS answers with its virtual IP instead of the pods.")
-    _fail(f"nslookup returned {got}, but the Ready pods with {selector} have {want}: query the Service's name "
-          "and check its selector.")
+        _fail(tr("nslookup returned one address, {address}, which is a Service's ClusterIP: the Service is not "
+                 "headless (clusterIP: None), so DNS answers with its virtual IP instead of the pods.",
+                 address=got[0]))
+    _fail(tr("nslookup returned {got}, but the Ready pods with {selector} have {want}: query the Service's name "
+             "and check its selector.", got=got, selector=selector, want=want))
 
 
 def nslookup_is_pod(answer: Any, lab: Any, pod: str, namespace: str = "default") -> str:
@@ -298,9 +314,9 @@ def nslookup_is_pod(answer: Any, lab: Any, pod: str, namespace: str = "default")
     got = _answer_addresses(answer)
     ip = find(lab, "pod", pod, namespace)["status"].get("podIP")
     if got != [ip]:
-        _fail(f'expected the one address of pod "{pod}" ({ip}), got {got}: a StatefulSet pod is named '
-              "<pod>.<serviceName>, e.g. web-0.web, and the Service must be headless with the StatefulSet's "
-              "serviceName as its name.")
+        _fail(tr('expected the one address of pod "{pod}" ({ip}), got {got}: a StatefulSet pod is named '
+                 "<pod>.<serviceName>, e.g. web-0.web, and the Service must be headless with the StatefulSet's "
+                 "serviceName as its name.", pod=pod, ip=ip, got=got))
     return ip
 
 
@@ -310,17 +326,19 @@ def statefulset_pods(lab: Any, name: str, replicas: int, service: str | None = N
     sts = find(lab, "statefulset", name, namespace)
     governing = (sts.get("spec") or {}).get("serviceName")
     if service is not None and governing != service:
-        _fail(f'the StatefulSet "{name}" has serviceName {governing!r}, expected {service!r}: the serviceName '
-              "names the headless Service that gives each pod its DNS name.")
+        _fail(tr('the StatefulSet "{name}" has serviceName {governing!r}, expected {service!r}: the serviceName '
+                 "names the headless Service that gives each pod its DNS name.", name=name, governing=governing,
+                 service=service))
     headless(lab, governing or name, namespace)
     want = [f"{name}-{i}" for i in range(replicas)]
     selector = _selector_text((sts["spec"].get("selector") or {}).get("matchLabels"))
     pods = {p["metadata"]["name"]: p for p in lab.get("pods", namespace=namespace, selector=selector)}
     missing = [n for n in want if n not in pods or not pod_is_ready(pods[n])]
     if missing:
-        _fail(f"pods {missing} are missing or not Ready: a StatefulSet starts its pods one at a time, in order "
-              "(web-1 only after web-0 is Ready), so wait longer, e.g. lab.wait(lambda l: "
-              f"len(checks.ready_addresses(l, {governing or name!r})) == {replicas}, timeout=120).")
+        _fail(tr("pods {missing} are missing or not Ready: a StatefulSet starts its pods one at a time, in order "
+                 "(web-1 only after web-0 is Ready), so wait longer, e.g. lab.wait(lambda l: "
+                 "len(checks.ready_addresses(l, {service!r})) == {replicas}, timeout=120).", missing=missing,
+                 service=governing or name, replicas=replicas))
     return want
 
 
@@ -331,8 +349,8 @@ def node_port(lab: Any, service: str, namespace: str = "default", index: int = 0
     svc = find(lab, "service", service, namespace)
     ports = (svc.get("spec") or {}).get("ports") or []
     if len(ports) <= index or not ports[index].get("nodePort"):
-        _fail(f'the Service "{service}" has no nodePort: only NodePort and LoadBalancer Services get one; '
-              "set spec.type: NodePort.")
+        _fail(tr('the Service "{service}" has no nodePort: only NodePort and LoadBalancer Services get one; '
+                 "set spec.type: NodePort.", service=service))
     return ports[index]["nodePort"]
 
 
@@ -341,14 +359,15 @@ def external_traffic_policy(lab: Any, service: str, expected: str, namespace: st
     svc = find(lab, "service", service, namespace)
     got = (svc.get("spec") or {}).get("externalTrafficPolicy", "Cluster")
     if got != expected:
-        _fail(f'the Service "{service}" has externalTrafficPolicy {got}, expected {expected}: set '
-              "spec.externalTrafficPolicy in its manifest and apply it again.")
+        _fail(tr('the Service "{service}" has externalTrafficPolicy {got}, expected {expected}: set '
+                 "spec.externalTrafficPolicy in its manifest and apply it again.", service=service, got=got,
+                 expected=expected))
     return svc
 
 
 def _check_result(result: Any) -> None:
     if result is None or not hasattr(result, "status"):
-        _fail(f"expected the result of lab.curl(...), got {result!r}.")
+        _fail(tr("expected the result of lab.curl(...), got {result!r}.", result=result))
 
 
 def seen_ip(result: Any) -> str | None:
@@ -366,16 +385,20 @@ def reached_node_port(result: Any, lab: Any, service: str, namespace: str = "def
     parts = urlsplit(result.url if "://" in result.url else f"http://{result.url}")
     ips = node_ips(lab)
     if parts.hostname not in ips.values() and parts.hostname not in ips:
-        _fail(f"the request went to {parts.hostname}, which is not a node's IP ({sorted(ips.values())}): a "
-              "NodePort is opened on every node's own address; read one from lab.get('nodes').")
+        _fail(tr("the request went to {host}, which is not a node's IP ({ips}): a "
+                 "NodePort is opened on every node's own address; read one from lab.get('nodes').",
+                 host=parts.hostname, ips=sorted(ips.values())))
     if parts.port != port:
-        _fail(f'the request went to port {parts.port}, but the nodePort of "{service}" is {port}: find it in '
-              f"lab.get('svc', {service!r})['spec']['ports'][0]['nodePort'] (the PORT(S) column shows 80:{port}/TCP).")
+        _fail(tr('the request went to port {got}, but the nodePort of "{service}" is {port}: find it in '
+                 "lab.get('svc', {service!r})['spec']['ports'][0]['nodePort'] (the PORT(S) column shows "
+                 "80:{port}/TCP).", got=parts.port, service=service, port=port))
     if result.source not in ("client", "outside", "external"):
-        _fail(f"the request came from {result.source!r}: send it from outside the cluster, source='client'.")
+        _fail(tr("the request came from {source!r}: send it from outside the cluster, source='client'.",
+                 source=result.source))
     if not result.ok:
-        _fail(f"the request to {parts.hostname}:{port} got no answer ({result.error}): a timeout on a Local "
-              "Service means this node has no pod of it; refused means no endpoints at all.")
+        _fail(tr("the request to {host}:{port} got no answer ({error}): a timeout on a Local "
+                 "Service means this node has no pod of it; refused means no endpoints at all.",
+                 host=parts.hostname, port=port, error=result.error))
     return parts.hostname
 
 
@@ -383,14 +406,14 @@ def source_ip_snatted(result: Any, lab: Any) -> str:
     """The app saw a node's address instead of the client's: the request was masqueraded (SNAT)."""
     _check_result(result)
     if not result.ok:
-        _fail(f"the request got no answer ({result.error}), so there is no source IP to look at.")
+        _fail(tr("the request got no answer ({error}), so there is no source IP to look at.", error=result.error))
     ip = seen_ip(result)
     nodes = set(node_ips(lab).values())
     if ip in nodes or _is_pod_gateway(ip):
         return ip
-    _fail(f"the app saw {ip}, not a node address: with externalTrafficPolicy Cluster a request to a node "
-          "without a local pod is forwarded and SNATed to the node's IP. Send it to a node whose pods are "
-          "elsewhere, and check the Service's policy.")
+    _fail(tr("the app saw {ip}, not a node address: with externalTrafficPolicy Cluster a request to a node "
+             "without a local pod is forwarded and SNATed to the node's IP. Send it to a node whose pods are "
+             "elsewhere, and check the Service's policy.", ip=ip))
 
 
 def _is_pod_gateway(ip: str | None) -> bool:
@@ -402,13 +425,15 @@ def source_ip_preserved(result: Any, lab: Any | None = None) -> str:
     """The app saw the client's own address: no SNAT on the way."""
     _check_result(result)
     if not result.ok:
-        _fail(f"the request got no answer ({result.error}): with externalTrafficPolicy Local only nodes that "
-              "run a pod of the Service answer; send it to such a node (see each pod's spec.nodeName).")
+        _fail(tr("the request got no answer ({error}): with externalTrafficPolicy Local only nodes that "
+                 "run a pod of the Service answer; send it to such a node (see each pod's spec.nodeName).",
+                 error=result.error))
     ip = seen_ip(result)
     nodes = set(node_ips(lab).values()) if lab is not None else set()
     if ip in nodes or _is_pod_gateway(ip):
-        _fail(f"the app saw {ip}, a node's address: the request was masqueraded (SNAT). Set "
-              "externalTrafficPolicy: Local on the Service and send the request to a node that runs a pod.")
+        _fail(tr("the app saw {ip}, a node's address: the request was masqueraded (SNAT). Set "
+                 "externalTrafficPolicy: Local on the Service and send the request to a node that runs a pod.",
+                 ip=ip))
     return ip
 
 
@@ -416,22 +441,23 @@ def dropped(result: Any) -> None:
     """The connection got no answer at all: it was silently dropped and timed out."""
     _check_result(result)
     if result.ok:
-        _fail(f"the request was answered ({result.status} from pod {result.pod} on {result.node}): with "
-              "externalTrafficPolicy Local, a node WITHOUT a pod of the Service drops it; pick a node where no "
-              "pod runs.")
+        _fail(tr("the request was answered ({status} from pod {pod} on {node}): with "
+                 "externalTrafficPolicy Local, a node WITHOUT a pod of the Service drops it; pick a node where no "
+                 "pod runs.", status=result.status, pod=result.pod, node=result.node))
     if not result.timed_out:
-        _fail(f"the request failed with {result.error!r}, not a timeout: a Local policy drop is silent "
-              "(no REJECT), the client waits and times out.")
+        _fail(tr("the request failed with {error!r}, not a timeout: a Local policy drop is silent "
+                 "(no REJECT), the client waits and times out.", error=result.error))
 
 
 def node_without_pod(lab: Any, node: str, selector: str, namespace: str = "default") -> str:
     """No pod picked by `selector` runs on `node`."""
     if node not in node_ips(lab):
-        _fail(f"{node!r} is not a node name: the nodes are {sorted(node_ips(lab))}.")
+        _fail(tr("{node!r} is not a node name: the nodes are {nodes}.", node=node, nodes=sorted(node_ips(lab))))
     here = [p["metadata"]["name"] for p in lab.get("pods", namespace=namespace, selector=selector)
             if p["spec"].get("nodeName") == node]
     if here:
-        _fail(f"pods {here} run on {node}: look at each pod's spec.nodeName for the nodes that have one.")
+        _fail(tr("pods {here} run on {node}: look at each pod's spec.nodeName for the nodes that have one.",
+                 here=here, node=node))
     return node
 
 
@@ -471,7 +497,8 @@ def iptables_endpoint_jumps(rules: str, chain: str) -> list[tuple[str, float]]:
 
 def _rules(lab: Any, node: str | None, mode: str) -> str:
     if lab.proxy_mode != mode:
-        _fail(f"kube-proxy runs in {lab.proxy_mode} mode, not {mode}: switch with lab.set_proxy_mode({mode!r}).")
+        _fail(tr("kube-proxy runs in {current} mode, not {mode}: switch with lab.set_proxy_mode({mode!r}).",
+                 current=lab.proxy_mode, mode=mode))
     return lab.proxy_rules(node)
 
 
@@ -481,11 +508,13 @@ def service_chain(answer: Any, lab: Any, service: str, node: str | None = None, 
     port_name = _port_name(lab, service, namespace)
     chain = iptables_service_chain(rules, port_name)
     if chain is None:
-        _fail(f'no rule in KUBE-SERVICES carries the comment "{port_name} cluster IP": does the Service have '
-              "ready endpoints? (without any, kube-proxy writes only a REJECT in the filter table)")
+        _fail(tr('no rule in KUBE-SERVICES carries the comment "{port_name} cluster IP": does the Service have '
+                 "ready endpoints? (without any, kube-proxy writes only a REJECT in the filter table)",
+                 port_name=port_name))
     if answer != chain:
-        _fail(f"{answer!r} is not the chain for {port_name}: find the -A KUBE-SERVICES line whose comment is "
-              f'"{port_name} cluster IP" and take its -j target (a KUBE-SVC-… name).')
+        _fail(tr("{answer!r} is not the chain for {port_name}: find the -A KUBE-SERVICES line whose comment is "
+                 '"{port_name} cluster IP" and take its -j target (a KUBE-SVC-… name).', answer=answer,
+                 port_name=port_name))
     return chain
 
 
@@ -498,9 +527,10 @@ def endpoint_chains(answer: Any, lab: Any, service: str, node: str | None = None
     got = list(answer) if isinstance(answer, (list, tuple)) else answer
     if got != want:
         if isinstance(got, list) and sorted(got) == sorted(want):
-            _fail("you found the right KUBE-SEP chains but not in the order of the rules: the order matters, "
-                  "it decides the probabilities.")
-        _fail(f"expected the {len(want)} KUBE-SEP-… targets of the -A {chain} rules, in order; got {got!r}.")
+            _fail(tr("you found the right KUBE-SEP chains but not in the order of the rules: the order matters, "
+                     "it decides the probabilities."))
+        _fail(tr("expected the {count} KUBE-SEP-… targets of the -A {chain} rules, in order; got {got!r}.",
+                 count=len(want), chain=chain, got=got))
     return want
 
 
@@ -513,13 +543,13 @@ def probabilities(answer: Any, lab: Any, service: str, node: str | None = None,
     try:
         got = [float(x) for x in answer]
     except (TypeError, ValueError):
-        _fail(f"expected a list of numbers, got {answer!r}.")
+        _fail(tr("expected a list of numbers, got {answer!r}.", answer=answer))
     if len(got) != len(want):
-        _fail(f"the chain has {len(want)} endpoint rules, you gave {len(got)} probabilities.")
+        _fail(tr("the chain has {want} endpoint rules, you gave {got} probabilities.", want=len(want), got=len(got)))
     if not all(math.isclose(g, w, abs_tol=1e-6) for g, w in zip(got, want)):
-        _fail(f"{got} are not the probabilities in the rules: rule i (from 0) of N matches with probability "
-              "1/(N-i) of the packets that reach it; the last rule has no statistic match, so it takes all "
-              "the rest (1.0).")
+        _fail(tr("{got} are not the probabilities in the rules: rule i (from 0) of N matches with probability "
+                 "1/(N-i) of the packets that reach it; the last rule has no statistic match, so it takes all "
+                 "the rest (1.0).", got=got))
     return want
 
 
@@ -528,10 +558,11 @@ def equal_shares(answer: Any, count: int, tolerance: float = 1e-6) -> None:
     try:
         got = [float(x) for x in answer]
     except (TypeError, ValueError):
-        _fail(f"expected a list of numbers, got {answer!r}.")
+        _fail(tr("expected a list of numbers, got {answer!r}.", answer=answer))
     if len(got) != count or not all(math.isclose(g, 1 / count, abs_tol=tolerance) for g in got):
-        _fail(f"{got} are not the overall shares: endpoint i is picked when every rule before it missed and "
-              "its own rule matched, e.g. for 3 endpoints: 1/3, (1 - 1/3) * 1/2, (1 - 1/3) * (1 - 1/2) * 1.")
+        _fail(tr("{got} are not the overall shares: endpoint i is picked when every rule before it missed and "
+                 "its own rule matched, e.g. for 3 endpoints: 1/3, (1 - 1/3) * 1/2, (1 - 1/3) * (1 - 1/2) * 1.",
+                 got=got))
 
 
 def nft_numgen(answer: Any, lab: Any, service: str, node: str | None = None, namespace: str = "default") -> str:
@@ -543,10 +574,10 @@ def nft_numgen(answer: Any, lab: Any, service: str, node: str | None = None, nam
     want = [line for line in rules.splitlines() if "numgen random mod" in line
             and re.search(r"service-\w{8}-" + re.escape(name) + " ", line)]
     if not want:
-        _fail(f"there is no numgen rule for {name}: does the Service have ready endpoints?")
+        _fail(tr("there is no numgen rule for {name}: does the Service have ready endpoints?", name=name))
     if not isinstance(answer, str) or answer.strip() not in [w.strip() for w in want]:
-        _fail(f"{answer!r} is not the rule: look for the line 'add rule ip kube-proxy service-…-{name} numgen "
-              "random mod …' in lab.proxy_rules().")
+        _fail(tr("{answer!r} is not the rule: look for the line 'add rule ip kube-proxy service-…-{name} numgen "
+                 "random mod …' in lab.proxy_rules().", answer=answer, name=name))
     return want[0]
 
 
@@ -570,8 +601,8 @@ def ipvs_real_servers(answer: Any, lab: Any, service: str, node: str | None = No
             want.append(match.group(1))
     got = sorted(answer) if isinstance(answer, (list, tuple, set)) else answer
     if got != sorted(want):
-        _fail(f"expected the real servers under '{head.strip()} …' in the ipvsadm -Ln part of "
-              f"lab.proxy_rules(), got {answer!r}.")
+        _fail(tr("expected the real servers under '{head} …' in the ipvsadm -Ln part of "
+                 "lab.proxy_rules(), got {answer!r}.", head=head.strip(), answer=answer))
     return want
 
 
@@ -589,55 +620,62 @@ def service_answers(lab: Any, service: str, source: str, path: str = "/", namesp
         return result
     ready = ready_addresses(lab, service, namespace)
     if result.ok:
-        _fail(f"{url} answered {result.status}: the app is reached but {path} is not served.")
+        _fail(tr("{url} answered {status}: the app is reached but {path} is not served.", url=url,
+                 status=result.status, path=path))
     if not ready:
         every = endpoints(slices(lab, service, namespace))
         if every:
-            _fail(f"{url}: {result.error}. The Service has {len(every)} endpoint(s) but none is ready: look at "
-                  f"the pods' readiness probe (lab.get('pods', selector={selector!r}) and the Unhealthy events "
-                  "in lab.get('events')).")
-        _fail(f"{url}: {result.error}. The Service has no endpoints at all: its selector {selector!r} matches "
-              "no pod." + _what_pods_carry(lab, (svc.get("spec") or {}).get("selector"), namespace))
+            _fail(tr("{url}: {error}. The Service has {count} endpoint(s) but none is ready: look at "
+                     "the pods' readiness probe (lab.get('pods', selector={selector!r}) and the Unhealthy events "
+                     "in lab.get('events')).", url=url, error=result.error, count=len(every), selector=selector))
+        _fail(tr("{url}: {error}. The Service has no endpoints at all: its selector {selector!r} matches "
+                 "no pod.", url=url, error=result.error, selector=selector)
+              + _what_pods_carry(lab, (svc.get("spec") or {}).get("selector"), namespace))
     if result.refused:
-        _fail(f"{url}: {result.error}. The Service has {len(ready)} ready endpoint(s), yet the connection is "
-              "refused at the pod: the targetPort does not match the port the container listens on "
-              "(port is the Service's port, targetPort the container's).")
+        _fail(tr("{url}: {error}. The Service has {count} ready endpoint(s), yet the connection is "
+                 "refused at the pod: the targetPort does not match the port the container listens on "
+                 "(port is the Service's port, targetPort the container's).", url=url, error=result.error,
+                 count=len(ready)))
     _fail(f"{url}: {result.error}.")
 
 
 def balanced(hits: dict, pods: int, minimum_share: float = 0.15) -> None:
     """`hits` (pod name → requests) spreads over `pods` pods, each with at least `minimum_share` of them."""
     if not isinstance(hits, dict) or not hits:
-        _fail(f"expected a dict of pod name → number of requests, got {hits!r}.")
+        _fail(tr("expected a dict of pod name → number of requests, got {hits!r}.", hits=hits))
     total = sum(hits.values())
     if len(hits) < pods:
-        _fail(f"the requests reached only {sorted(hits)} of {pods} pods: a kept-alive connection stays on the "
-              "pod it first reached, even after a scale-up; open new connections (or close and reopen them) "
-              "so kube-proxy picks a pod for each.")
+        _fail(tr("the requests reached only {reached} of {pods} pods: a kept-alive connection stays on the "
+                 "pod it first reached, even after a scale-up; open new connections (or close and reopen them) "
+                 "so kube-proxy picks a pod for each.", reached=sorted(hits), pods=pods))
     low = {k: v for k, v in hits.items() if v < minimum_share * total}
     if low:
-        _fail(f"the spread {hits} is uneven: {sorted(low)} got under {minimum_share:.0%} of {total} requests.")
+        _fail(tr("the spread {hits} is uneven: {low} got under {share:.0%} of {total} requests.", hits=hits,
+                 low=sorted(low), share=minimum_share, total=total))
 
 
 # --- answers to questions --------------------------------------------------------------------------------
 
 def close_to(answer: Any, expected: float, relative: float = 0.05, what: str = "the value") -> None:
     """`answer` is a number within `relative` of `expected`."""
+    if what == "the value":
+        what = tr("the value")
     try:
         got = float(answer)
     except (TypeError, ValueError):
-        _fail(f"expected a number for {what}, got {answer!r}.")
+        _fail(tr("expected a number for {what}, got {answer!r}.", what=what, answer=answer))
     if not math.isclose(got, expected, rel_tol=relative):
-        _fail(f"{what} is {got:g}, which is not what the numbers give: recheck the arithmetic and the units.")
+        _fail(tr("{what} is {got:g}, which is not what the numbers give: recheck the arithmetic and the units.",
+                 what=what, got=got))
 
 
 def choice(answer: Any, expected: str, options: Iterable[str]) -> None:
     """`answer` is one of `options` and the right one (no hint which is right)."""
     options = list(options)
     if not isinstance(answer, str) or answer.strip().lower() not in [o.lower() for o in options]:
-        _fail(f"answer with one of {options}, got {answer!r}.")
+        _fail(tr("answer with one of {options}, got {answer!r}.", options=options, answer=answer))
     if answer.strip().lower() != expected.lower():
-        _fail(f"{answer!r} is not the right choice; reread the section and think again.")
+        _fail(tr("{answer!r} is not the right choice; reread the section and think again.", answer=answer))
 
 
 def choices(answer: Any, expected: Iterable[str], options: Iterable[str]) -> None:
@@ -646,14 +684,14 @@ def choices(answer: Any, expected: Iterable[str], options: Iterable[str]) -> Non
     try:
         got = {str(a).strip().lower() for a in answer}
     except TypeError:
-        _fail(f"answer with a set of options from {options}, got {answer!r}.")
+        _fail(tr("answer with a set of options from {options}, got {answer!r}.", options=options, answer=answer))
     unknown = got - set(options)
     if unknown:
-        _fail(f"{sorted(unknown)} are not among the options {options}.")
+        _fail(tr("{unknown} are not among the options {options}.", unknown=sorted(unknown), options=options))
     want = {e.lower() for e in expected}
     if got != want:
-        _fail(f"your selection {sorted(got)} is not right: {len(want - got)} right option(s) missing, "
-              f"{len(got - want)} wrong one(s) chosen.")
+        _fail(tr("your selection {got} is not right: {missing} right option(s) missing, "
+                 "{wrong} wrong one(s) chosen.", got=sorted(got), missing=len(want - got), wrong=len(got - want)))
 
 
 __all__ = [

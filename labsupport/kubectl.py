@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from labsupport.errors import BackendUnavailable
+from labsupport.i18n import tr
 
 
 @dataclass
@@ -46,10 +47,11 @@ class KubectlResult:
     def _repr_html_(self) -> str:
         if self.shown:
             return "" if self.returncode == 0 else \
-                f'<div style="color:#b00">exit code {self.returncode}</div>'
+                f'<div style="color:#b00">{tr("exit code {code}", code=self.returncode)}</div>'
         out = html.escape(self.stdout)
         err = html.escape(self.stderr)
-        code = "" if self.returncode == 0 else f'<div style="color:#b00">exit code {self.returncode}</div>'
+        failed = tr("exit code {code}", code=self.returncode)
+        code = "" if self.returncode == 0 else f'<div style="color:#b00">{failed}</div>'
         command = html.escape("kubectl " + " ".join(shlex.quote(a) for a in self.args))
         return (f'<div><code style="color:#666">$ {command}</code><pre style="margin:0">{out}'
                 f'<span style="color:#b00">{err}</span></pre>{code}</div>')

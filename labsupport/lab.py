@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from labsupport.backend import Backend
 from labsupport.errors import BackendUnavailable, BadRequest, LabError, NotFound, UnknownProxyMode
+from labsupport.i18n import tr
 from labsupport.manifests import load_manifests
 from labsupport.results import CurlResult, NslookupAnswer, Trace
 from labsupport.shape import PROXY_MODES
@@ -29,7 +30,8 @@ class Lab:
                  namespace: str | None = None, **options: Any):
         backend = backend or os.environ.get("LABSUPPORT_BACKEND", "sim")
         if backend not in BACKENDS:
-            raise BackendUnavailable(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+            raise BackendUnavailable(tr("unknown backend {backend!r}: choose one of {backends}", backend=backend,
+                                        backends=", ".join(BACKENDS)))
         proxy_mode = proxy_mode or os.environ.get("LABSUPPORT_PROXY_MODE") or "iptables"
         if proxy_mode not in PROXY_MODES:
             raise UnknownProxyMode(proxy_mode, PROXY_MODES)
@@ -189,7 +191,7 @@ class Lab:
         """The embedded control plane (sim and netns only)."""
         from labsupport.sim.backend import EmbeddedBackend
         if not isinstance(self._backend, EmbeddedBackend):
-            raise LabError(f"the {self.backend_name} backend has no embedded control plane")
+            raise LabError(tr("the {backend} backend has no embedded control plane", backend=self.backend_name))
         return self._backend.cluster
 
     @property

@@ -7,6 +7,8 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
+from labsupport.i18n import tr
+
 
 @dataclass
 class Hop:
@@ -74,8 +76,9 @@ class CurlResult:
         return f"<CurlResult error: {self.error}>"
 
     def _repr_html_(self) -> str:
-        head = (f"<b>{self.status}</b> from pod <code>{html.escape(self.pod or '')}</code> on "
-                f"<code>{html.escape(self.node or '')}</code>; the app saw client <code>{self.client_ip}</code>"
+        head = (tr("{status} from pod {pod} on {node}; the app saw client {client_ip}",
+                   status=f"<b>{self.status}</b>", pod=f"<code>{html.escape(self.pod or '')}</code>",
+                   node=f"<code>{html.escape(self.node or '')}</code>", client_ip=f"<code>{self.client_ip}</code>")
                 if self.ok else f"<b style='color:#b00'>{html.escape(self.error or '')}</b>")
         return f"<div>{head}<pre>{html.escape(self.body[:2000])}</pre></div>"
 
@@ -105,9 +108,11 @@ class Trace:
 
     def text(self) -> str:
         """The whole trace as text."""
-        end = (f"=> answered by {self.result.namespace}/{self.result.pod} (saw client {self.result.client_ip})"
+        end = ("=> " + tr("answered by {pod} (saw client {client_ip})",
+                          pod=f"{self.result.namespace}/{self.result.pod}", client_ip=self.result.client_ip)
                if self.result.ok else f"=> {self.result.error}")
-        return "\n".join([f"trace {self.url} from {self.source}", *(h.text() for h in self.hops), end])
+        return "\n".join([tr("trace {url} from {source}", url=self.url, source=self.source),
+                          *(h.text() for h in self.hops), end])
 
     def __str__(self) -> str:
         return self.text()

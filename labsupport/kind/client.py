@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator
 import yaml
 
 from labsupport.apps import ExecResult
+from labsupport.i18n import tr
 from labsupport.results import ClusterSnapshot, CurlResult, Hop, NslookupAnswer, ProxyStatus, Trace
 from labsupport.model.objects import LAST_APPLIED, merge_for_apply
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, Conflict, NotFound, from_status
@@ -767,10 +768,13 @@ class KubeBackend:
                     f"<td>{html.escape(zone)}</td></tr>")
 
         rows = "".join(row(n) for n in nodes)
-        table = (f"<table><tr><th>node</th><th>IP</th><th>zone</th></tr>{rows}</table>" if rows else
-                 "<p>(nodes not visible to this account)</p>")
-        return (f"<div><b>Lab</b> — backend <code>{self.name}</code>, server <code>{html.escape(self.host)}</code>, "
-                f"namespace <code>{html.escape(self.namespace)}</code>{table}</div>")
+        table = (f"<table><tr><th>{tr('node')}</th><th>IP</th><th>{tr('zone')}</th></tr>{rows}</table>" if rows else
+                 "<p>" + tr("(nodes not visible to this account)") + "</p>")
+        return ("<div><b>Lab</b> — " + tr("backend {backend}, server {server}, namespace {namespace}",
+                                          backend=f"<code>{self.name}</code>",
+                                          server=f"<code>{html.escape(self.host)}</code>",
+                                          namespace=f"<code>{html.escape(self.namespace)}</code>")
+                + f"{table}</div>")
 
     def close(self) -> None:
         """Remove the throwaway pods this backend started and close the client."""

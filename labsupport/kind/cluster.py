@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from labsupport.i18n import tr
 from labsupport.results import CurlResult, Hop, Trace
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, NotFound
 from labsupport import tool_output
@@ -528,9 +529,10 @@ class KindBackend(KubeBackend):
     def summary_html(self) -> str:
         """A short HTML card for the Lab's repr."""
         return super().summary_html().replace(
-            "backend <code>kind</code>",
-            f"backend <code>kind</code> (cluster <code>{html.escape(self.kind_cluster.name)}</code>, kube-proxy "
-            f"<code>{html.escape(self.proxy_mode())}</code>)", 1)
+            "<code>kind</code>",
+            "<code>kind</code> " + tr("(cluster {cluster}, kube-proxy {mode})",
+                                      cluster=f"<code>{html.escape(self.kind_cluster.name)}</code>",
+                                      mode=f"<code>{html.escape(self.proxy_mode())}</code>"), 1)
 
     def delete_cluster(self) -> list[str]:
         """Delete the kind cluster (what `labsupport down` does)."""

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import yaml
 
 from labsupport.control.cluster import Cluster
+from labsupport.i18n import tr
 from labsupport.shape import CLIENT_IP, ZONES, ClusterConfig
 from labsupport.sim.network import SimNetwork
 from labsupport.model.objects import LAST_APPLIED, clone, merge_for_apply
@@ -304,8 +305,9 @@ class EmbeddedBackend:
                        f"<td>{html.escape(n['metadata']['labels'].get('topology.kubernetes.io/zone', ''))}</td>"
                        f"<td>{html.escape(n['spec'].get('podCIDR', ''))}</td></tr>" for n in nodes)
         mode = self.proxy_mode()
-        return (f"<div><b>Lab</b> — backend <code>{self.name}</code>, kube-proxy mode "
-                f"<code>{mode}</code><table><tr><th>node</th><th>IP</th><th>zone</th><th>pod CIDR</th></tr>"
+        return ("<div><b>Lab</b> — " + tr("backend {backend}, kube-proxy mode {mode}",
+                                          backend=f"<code>{self.name}</code>", mode=f"<code>{mode}</code>")
+                + f"<table><tr><th>{tr('node')}</th><th>IP</th><th>{tr('zone')}</th><th>pod CIDR</th></tr>"
                 f"{rows}</table></div>")
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from labsupport.control import dns
 from labsupport.dataplane.model import NodeDatapath
 from labsupport.errors import BadRequest, NotFound
+from labsupport.i18n import tr
 from labsupport.results import CurlResult, Hop, Trace
 from labsupport.shape import CLIENT_IP, DNS_IP
 
@@ -304,24 +305,25 @@ class SimNetwork:
         if origin.kind == "client":
             node = self._client_entry(dst, dport, proto, hops)
             if node is None:
-                hops.append(Hop("network", f"no route from outside the cluster to {dst} (only node addresses "
-                                           "and LoadBalancer IPs are reachable from here)"))
+                hops.append(Hop(tr("network"), tr("no route from outside the cluster to {dst} (only node addresses "
+                                              "and LoadBalancer IPs are reachable from here)", dst=dst)))
                 return self._fail(state, "timeout")
         src, local, seen = origin.ip, origin.local, set()
         dnat_node = snat_node = None
         while True:
             if (node, dst, dport) in seen:
-                hops.append(Hop(node, f"routing loop towards {dst}:{dport}: the connection times out"))
+                hops.append(Hop(node, tr("routing loop towards {dst}:{dport}: the connection times out", dst=dst,
+                                         dport=dport)))
                 return self._fail(state, "timeout")
             seen.add((node, dst, dport))
             dp = self.datapath(node)
             masquerade = False
             if dp is None:
-                hops.append(Hop(node, "no kube-proxy has ever run on this node: no rules, the packet goes on"))
+                hops.append(Hop(node, tr("no kube-proxy has ever run on this node: no rules, the packet goes on")))
             else:
                 conn = dp.connect(src, sport, dst, dport, proto, now=now)
                 state["tracked"].append((dp, src, sport, dst, dport, proto))
-                hook = "OUTPUT (locally generated)" if local else "PREROUTING (arriving)"
+                hook = tr("OUTPUT (locally generated)") if local else tr("PREROUTING (arriving)")
                 hops.append(Hop(node, f"netfilter, {hook}: {conn.verdict}", list(conn.hits), list(conn.rewrites)))
                 if conn.verdict in ("DROP", "REJECT"):
                     return self._fail(state, "timeout" if conn.verdict == "DROP" else "refused")
@@ -343,13 +345,15 @@ class SimNetwork:
             if target_pod is not None and target_node == node:
                 if dnat_node is not None and snat_node != dnat_node and \
                         dnat_node not in (node, self._node_of_address(src)):
-                    hops.append(Hop(node, f"the reply from {dst} goes straight back to {src}, bypassing {dnat_node} "
-                                          "where the DNAT happened: it matches no connection the client knows "
-                                          "(conntrack INVALID) and is dropped — the connection times out"))
+                    hops.append(Hop(node, tr("the reply from {dst} goes straight back to {src}, bypassing {dnat_node} "
+                                             "where the DNAT happened: it matches no connection the client knows "
+                                             "(conntrack INVALID) and is dropped — the connection times out",
+                                             dst=dst, src=src, dnat_node=dnat_node)))
                     return self._fail(state, "timeout")
                 return self._deliver(state, target_pod, dst, dport, proto)
             if target_pod is not None:
-                hops.append(Hop("network", f"{node} → {target_node} over the node network (pod-to-pod, no NAT)"))
+                hops.append(Hop(tr("network"), tr("{node} → {target} over the node network (pod-to-pod, no NAT)",
+                                              node=node, target=target_node)))
                 node, local = target_node, False
                 continue
             owner = self.node_by_ip(dst) or (self.cluster.store.find("Node", None, node)
@@ -357,12 +361,13 @@ class SimNetwork:
             if owner is not None and (owner["metadata"]["name"] == node or dst.startswith("127.")):
                 return self._node_listener(state, owner, dst, dport)
             if owner is not None:
-                hops.append(Hop("network", f"{node} → {owner['metadata']['name']} ({dst}) over the node network"))
+                hops.append(Hop(tr("network"), tr("{node} → {target} ({dst}) over the node network", node=node,
+                                              target=owner['metadata']['name'], dst=dst)))
                 node, local = owner["metadata"]["name"], False
                 continue
             cidr_owner = self.node_of_pod_cidr(dst)
-            hops.append(Hop(cidr_owner["metadata"]["name"] if cidr_owner else "network",
-                            f"no host answers at {dst} (no such pod): the connection times out"))
+            hops.append(Hop(cidr_owner["metadata"]["name"] if cidr_owner else tr("network"),
+                            tr("no host answers at {dst} (no such pod): the connection times out", dst=dst)))
             return self._fail(state, "timeout")
 
     def _node_of_address(self, ip: str) -> str | None:
@@ -378,14 +383,17 @@ class SimNetwork:
 
     def _deliver(self, state: dict, pod: dict, ip: str, port: int, proto: str) -> dict:
         """Hand the connection to the pod's app listening on that port, or refuse it."""
-        state["hops"].append(Hop(pod["spec"]["nodeName"], f"delivered to pod {pod['metadata']['namespace']}/"
-                                                          f"{pod['metadata']['name']} at {ip}:{port}"))
+        state["hops"].append(Hop(pod["spec"]["nodeName"],
+                                 tr("delivered to pod {pod} at {address}",
+                                    pod=f"{pod['metadata']['namespace']}/{pod['metadata']['name']}",
+                                    address=f"{ip}:{port}")))
         state.update(pod=pod, dst=ip, port=port)
         rt = self.cluster.kubelet.runtime(pod)
         app = next((a for a in (rt.apps.values() if rt else ()) if (proto.upper(), port) in a.listens()), None)
         if app is None:
             state["hops"].append(Hop(pod["metadata"]["name"],
-                                     f"nothing listens on {proto}/{port} in this pod: connection refused"))
+                                     tr("nothing listens on {proto}/{port} in this pod: connection refused",
+                                        proto=proto, port=port)))
             return self._fail(state, "refused")
         state["app"] = app
         return state
@@ -394,7 +402,8 @@ class SimNetwork:
         """Which node a packet from outside reaches first: the node owning the address, or the LoadBalancer's pick."""
         node = self.node_by_ip(dst)
         if node is not None:
-            hops.append(Hop("network", f"client {CLIENT_IP} → node {node['metadata']['name']} ({dst})"))
+            hops.append(Hop(tr("network"), tr("client {client} → node {node} ({dst})", client=CLIENT_IP,
+                                          node=node['metadata']['name'], dst=dst)))
             return node["metadata"]["name"]
         for svc in self.cluster.store.list("Service"):
             ingress = svc.get("status", {}).get("loadBalancer", {}).get("ingress") or []
@@ -410,14 +419,15 @@ class SimNetwork:
         if hc:
             answers = {n["metadata"]["name"]: self.proxies.health_check(n["metadata"]["name"], hc) for n in candidates}
             checked = ", ".join(f"{name}:{hc} → {a[0] if a else 'refused'}" for name, a in answers.items())
-            hops.append(Hop("load balancer", f"health checks {checked}"))
+            hops.append(Hop(tr("load balancer"), tr("health checks {checked}", checked=checked)))
             candidates = [n for n in candidates if (answers[n["metadata"]["name"]] or (0,))[0] == 200]
         if not candidates:
-            hops.append(Hop("load balancer", f"no healthy node behind {dst}: the connection times out"))
+            hops.append(Hop(tr("load balancer"), tr("no healthy node behind {dst}: the connection times out",
+                                                    dst=dst)))
             return None
         node = candidates[self.rng.randrange(len(candidates))]
-        hops.append(Hop("load balancer", f"{dst} → node {node['metadata']['name']} (chosen among "
-                                         f"{len(candidates)} healthy node(s))"))
+        hops.append(Hop(tr("load balancer"), tr("{dst} → node {node} (chosen among {count} healthy node(s))",
+                                                dst=dst, node=node['metadata']['name'], count=len(candidates))))
         return node["metadata"]["name"]
 
     def _node_listener(self, state: dict, node: dict, ip: str, port: int) -> dict:
@@ -425,10 +435,12 @@ class SimNetwork:
         answer = self.proxies.health_check(node["metadata"]["name"], port)
         if answer is not None:
             code, body = answer
-            state["hops"].append(Hop(node["metadata"]["name"], f"kube-proxy health check server answers {code}"))
+            state["hops"].append(Hop(node["metadata"]["name"], tr("kube-proxy health check server answers {code}",
+                                                                  code=code)))
             state["node_answer"] = (code, body, node["metadata"]["name"])
             return state
-        state["hops"].append(Hop(node["metadata"]["name"], f"nothing listens on {ip}:{port}: connection refused"))
+        state["hops"].append(Hop(node["metadata"]["name"], tr("nothing listens on {ip}:{port}: connection refused",
+                                                              ip=ip, port=port)))
         return self._fail(state, "refused")
 
     def _fail(self, state: dict, kind: str) -> dict:

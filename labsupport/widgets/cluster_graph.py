@@ -13,6 +13,7 @@ from typing import Any, Iterable
 import ipywidgets as widgets
 
 from labsupport.model.objects import clone
+from labsupport.i18n import tr
 from labsupport.widgets.live import LiveView, read_cluster
 from labsupport.widgets.present import type_scale
 from labsupport.widgets.scene import CLIENT, Layout, Step, build_model, render_svg, trace_steps
@@ -55,26 +56,28 @@ class ClusterGraph(LiveView):
         small = widgets.Layout(width="auto")
         self.workload = widgets.Dropdown(layout=widgets.Layout(width="170px"))
         self.replicas = widgets.BoundedIntText(value=3, min=0, max=500, layout=widgets.Layout(width="70px"))
-        self.scale_button = widgets.Button(description="scale", icon="arrows-v", layout=small)
+        self.scale_button = widgets.Button(description=tr("scale"), icon="arrows-v", layout=small)
         self.pod = widgets.Dropdown(layout=widgets.Layout(width="230px"))
-        self.delete_button = widgets.Button(description="delete pod", button_style="danger", icon="trash",
+        self.delete_button = widgets.Button(description=tr("delete pod"), button_style="danger", icon="trash",
                                             layout=small)
-        self.break_button = widgets.Button(description="break readiness", button_style="warning", layout=small,
-                                           tooltip=f"rm {NGINX_INDEX} (an nginx pod probed on / turns not ready)")
-        self.mend_button = widgets.Button(description="mend readiness", layout=small)
+        self.break_button = widgets.Button(description=tr("break readiness"), button_style="warning", layout=small,
+                                           tooltip=tr("rm {path} (an nginx pod probed on / turns not ready)",
+                                                      path=NGINX_INDEX))
+        self.mend_button = widgets.Button(description=tr("mend readiness"), layout=small)
         self.mode = widgets.ToggleButtons(options=["iptables", "ipvs", "nftables"], style={"button_width": "80px"})
         self.service = widgets.Dropdown(layout=widgets.Layout(width="170px"))
         self.policy = widgets.ToggleButtons(options=["Cluster", "Local"], style={"button_width": "70px"})
         self.source = widgets.Dropdown(layout=widgets.Layout(width="230px"))
         self.url = widgets.Text(value="http://web", layout=widgets.Layout(width="220px"))
-        self.send_button = widgets.Button(description="send request", button_style="primary", icon="paper-plane",
+        self.send_button = widgets.Button(description=tr("send request"), button_style="primary", icon="paper-plane",
                                           layout=small)
-        self.prev_button = widgets.Button(description="◀ step", layout=small)
-        self.next_button = widgets.Button(description="step ▶", layout=small)
-        self.clear_button = widgets.Button(description="clear path", layout=small)
-        self.advance_button = widgets.Button(description="advance 5 s", icon="clock-o", layout=small)
-        self.present_toggle = widgets.ToggleButton(value=self.present, description="presenter", icon="television",
-                                                   layout=small, tooltip="larger type, one trace step at a time")
+        self.prev_button = widgets.Button(description=tr("◀ step"), layout=small)
+        self.next_button = widgets.Button(description=tr("step ▶"), layout=small)
+        self.clear_button = widgets.Button(description=tr("clear path"), layout=small)
+        self.advance_button = widgets.Button(description=tr("advance 5 s"), icon="clock-o", layout=small)
+        self.present_toggle = widgets.ToggleButton(value=self.present, description=tr("presenter"),
+                                                   icon="television", layout=small,
+                                                   tooltip=tr("larger type, one trace step at a time"))
         self.present_toggle.observe(lambda change: self.set_present(change["new"]), names="value")
         self.scale_button.on_click(lambda _: self._act(self._scale))
         self.delete_button.on_click(lambda _: self._act(self._delete))
@@ -96,12 +99,12 @@ class ClusterGraph(LiveView):
             return widgets.HBox(list(children), layout=widgets.Layout(align_items="center"))
 
         self.controls = widgets.VBox([
-            row(_label("workload"), self.workload, self.replicas, self.scale_button, self.advance_button,
+            row(_label(tr("workload")), self.workload, self.replicas, self.scale_button, self.advance_button,
                 self.present_toggle),
-            row(_label("pod"), self.pod, self.delete_button, self.break_button, self.mend_button),
+            row(_label(tr("pod")), self.pod, self.delete_button, self.break_button, self.mend_button),
             row(_label("kube-proxy"), self.mode),
-            row(_label("service"), self.service, _label("eTP", inline=True), self.policy),
-            row(_label("from"), self.source, _label("curl", inline=True), self.url, self.send_button,
+            row(_label(tr("service")), self.service, _label("eTP", inline=True), self.policy),
+            row(_label(tr("from")), self.source, _label("curl", inline=True), self.url, self.send_button,
                 self.prev_button, self.next_button, self.clear_button),
         ])
         self.controls.add_class("labsupport-controls")
@@ -128,48 +131,52 @@ class ClusterGraph(LiveView):
 
     def _scale(self) -> str:
         if not self.workload.value:
-            return Failure("no Deployment or StatefulSet to scale")
+            return Failure(tr("no Deployment or StatefulSet to scale"))
         self.lab.scale(self.workload.value, int(self.replicas.value))
-        return f"scaled {self.workload.value} to {self.replicas.value}"
+        return tr("scaled {workload} to {replicas}", workload=self.workload.value, replicas=self.replicas.value)
 
     def _pod_ref(self) -> tuple[str, str]:
         if not self.pod.value:
-            raise ValueError("choose a pod first")
+            raise ValueError(tr("choose a pod first"))
         ns, _, name = self.pod.value.partition("/")
         return ns, name
 
     def _delete(self) -> str:
         ns, name = self._pod_ref()
         self.lab.delete("pod", name, namespace=ns)
-        return (f'pod "{name}" deleted (it runs its preStop hook, then quits on its stop signal, at most after its '
-                'grace period; "advance 5 s" moves the clock)')
+        return tr('pod "{name}" deleted (it runs its preStop hook, then quits on its stop signal, at most after its '
+                  'grace period; "{advance}" moves the clock)', name=name, advance=tr("advance 5 s"))
 
     def _break(self) -> str:
         ns, name = self._pod_ref()
         missing = _no_index_probe(self.lab.get("pod", name, namespace=ns))
         if missing:
-            return Failure(f"{name}: {missing}, so nothing changes: it stays ready and keeps its traffic. "
-                           f"Give the pod template a readinessProbe (httpGet on / port 80) to see it leave the Service.")
+            return Failure(tr("{name}: {missing}, so nothing changes: it stays ready and keeps its traffic. "
+                              "Give the pod template a readinessProbe (httpGet on / port 80) to see it leave the "
+                              "Service.", name=name, missing=missing))
         result = self.lab.exec(name, ["rm", NGINX_INDEX], namespace=ns)
         code = getattr(result, "code", getattr(result, "returncode", 0))
         if code:
-            return Failure(f"rm failed in {name}: {getattr(result, 'stderr', '')}".strip())
-        return f"removed {NGINX_INDEX} in {name}: its readiness probe on / fails from the next period"
+            return Failure(tr("rm failed in {name}: {stderr}", name=name, stderr=getattr(result, 'stderr', '')).strip())
+        return tr("removed {path} in {name}: its readiness probe on / fails from the next period", path=NGINX_INDEX,
+                  name=name)
 
     def _mend(self) -> str:
         ns, name = self._pod_ref()
         result = self.lab.exec(name, ["sh", "-c", f"echo ok > {NGINX_INDEX}"], namespace=ns)
         if getattr(result, "code", getattr(result, "returncode", 0)):
-            return Failure(f"could not write {NGINX_INDEX} in {name}: {getattr(result, 'stderr', '')}".strip())
-        return f"restored {NGINX_INDEX} in {name}"
+            return Failure(tr("could not write {path} in {name}: {stderr}", path=NGINX_INDEX, name=name,
+                              stderr=getattr(result, 'stderr', '')).strip())
+        return tr("restored {path} in {name}", path=NGINX_INDEX, name=name)
 
     def _send_request(self) -> str:
         trace = self.lab.trace(self.url.value, source=self.source.value or "client")
         self.show_trace(trace)
         result = trace.result
         if not result.ok:
-            return Failure(result.error or result.text or "no answer")
-        return f"{result.status} from {result.pod} (client IP seen: {result.client_ip})"
+            return Failure(result.error or result.text or tr("no answer"))
+        return tr("{status} from {pod} (client IP seen: {client_ip})", status=result.status, pod=result.pod,
+                  client_ip=result.client_ip)
 
     def _step(self, delta: int) -> None:
         if not self.steps:
@@ -186,7 +193,7 @@ class ClusterGraph(LiveView):
     def _switch_mode(self, mode: str) -> str:
         self.lab.set_proxy_mode(mode)
         self.steps, self.reveal, self.last_trace = [], None, None    # the old path went through the old rules
-        return f"kube-proxy restarted in {mode} mode (the drawn path was cleared: send the request again)"
+        return tr("kube-proxy restarted in {mode} mode (the drawn path was cleared: send the request again)", mode=mode)
 
     def _current_service(self) -> dict | None:
         if not self.service.value:
@@ -213,10 +220,11 @@ class ClusterGraph(LiveView):
             self.service.value = service if "/" in service else f"default/{service}"
         svc = self._current_service()
         if svc is None:
-            raise ValueError("choose a Service first")
+            raise ValueError(tr("choose a Service first"))
         if svc["spec"].get("type") not in ("NodePort", "LoadBalancer"):
-            raise ValueError(f'externalTrafficPolicy applies to NodePort and LoadBalancer Services; '
-                             f'"{svc["metadata"]["name"]}" is {svc["spec"].get("type", "ClusterIP")}')
+            raise ValueError(tr('externalTrafficPolicy applies to NodePort and LoadBalancer Services; '
+                                '"{name}" is {type}', name=svc["metadata"]["name"],
+                                type=svc["spec"].get("type", "ClusterIP")))
         new = clone(svc)
         new["spec"]["externalTrafficPolicy"] = policy
         if policy != "Local":
@@ -225,7 +233,7 @@ class ClusterGraph(LiveView):
             new["metadata"].pop(key, None)
         new.pop("status", None)
         self.lab.apply(new)
-        return f'externalTrafficPolicy of "{svc["metadata"]["name"]}" is now {policy}'
+        return tr('externalTrafficPolicy of "{name}" is now {policy}', name=svc["metadata"]["name"], policy=policy)
 
     def set_present(self, on: bool) -> None:
         """Presenter mode on or off: larger type, and a drawn request revealed one step at a time."""
@@ -297,10 +305,11 @@ class ClusterGraph(LiveView):
         one_namespace = self.namespaces is not None and len(self.namespaces) == 1
         pods = [(pod_label(p, one_namespace), f"{p['metadata']['namespace']}/{p['metadata']['name']}")
                 for p in shown]
-        sources = [("pod " + label, f"pod/{value}") for (label, value), o in zip(pods, shown)
+        sources = [(tr("pod {name}", name=label), f"pod/{value}") for (label, value), o in zip(pods, shown)
                    if (o.get("status") or {}).get("phase") == "Running" and not o["metadata"].get("deletionTimestamp")]
-        sources += [(f"node {n['metadata']['name']}", f"node/{n['metadata']['name']}") for n in objects["nodes"]]
-        sources += [("client (outside)", "client")]
+        sources += [(tr("node {name}", name=n['metadata']['name']), f"node/{n['metadata']['name']}")
+                    for n in objects["nodes"]]
+        sources += [(tr("client (outside)"), "client")]
         services = [f"{s['metadata']['namespace']}/{s['metadata']['name']}" for s in objects["services"]
                     if (wanted is None or s["metadata"].get("namespace") in wanted)
                     and s["metadata"]["name"] != "kubernetes"]
@@ -379,12 +388,12 @@ def _no_index_probe(pod: dict) -> str:
     """Why removing nginx's index page would not change this pod's readiness ("" when it would)."""
     probes = [c.get("readinessProbe") for c in pod["spec"].get("containers", [])]
     if not any(probes):
-        return "this pod has no readiness probe (nothing checks it, and a pod without one counts as ready)"
+        return tr("this pod has no readiness probe (nothing checks it, and a pod without one counts as ready)")
     for probe in probes:
         get = (probe or {}).get("httpGet")
         if get and get.get("path", "/") in ("/", "/index.html"):
             return ""
-    return "its readiness probe does not ask nginx for / (removing the index page does not make it fail)"
+    return tr("its readiness probe does not ask nginx for / (removing the index page does not make it fail)")
 
 
 def _set_options(dropdown: widgets.Dropdown, options: list) -> None:

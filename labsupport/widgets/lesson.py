@@ -12,6 +12,8 @@ from typing import Any, Iterable
 
 import yaml
 
+from labsupport.i18n import tr
+
 
 class Table:
     """Rows of dicts shown as an HTML table (and as aligned text where HTML is not shown)."""
@@ -97,7 +99,7 @@ def spread(lab: Any, url: str, source: str = "client", requests: int = 60, by: s
     for _ in range(requests):
         r = lab.curl(url, source=source)
         if not r.ok:
-            counts["(" + (r.error or "no answer").split(":")[0] + " error)"] += 1
+            counts[tr("({error} error)", error=(r.error or tr("no answer")).split(":")[0])] += 1
         elif by == "node":
             counts[r.node] += 1
         elif by == "zone":
@@ -125,7 +127,7 @@ def self_check(passed: bool, success: str, hint: str) -> str:
     """A lesson's self-check: returns the success note, or raises AssertionError carrying the hint."""
     if not passed:
         from labsupport.checks import CheckFailed
-        raise CheckFailed(f"not yet: {hint}")
+        raise CheckFailed(tr("not yet: {hint}", hint=hint))
     return f"✓ {success}"
 
 

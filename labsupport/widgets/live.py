@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import ipywidgets as widgets
 
+from labsupport.i18n import tr
 from labsupport.widgets.present import presenting, register
 from labsupport.widgets.snapshot import Snapshot
 
@@ -93,7 +94,7 @@ class LiveView(widgets.VBox):
             self.sync_proxies()
             self.refresh()
         except Exception as exc:            # a background redraw must never kill the kernel's thread
-            self._report(f"redraw failed: {exc}")
+            self._report(tr("redraw failed: {error}", error=exc))
 
     def _closed_lab(self) -> bool:
         return self.lab.closed

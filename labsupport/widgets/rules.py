@@ -6,6 +6,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from labsupport.i18n import tr
 from labsupport.tool_output import conntrack_rewrites, parse_conntrack_line
 from labsupport.widgets.live import LiveView
 from labsupport.widgets.present import type_scale
@@ -44,9 +45,9 @@ class RulesView(LiveView):
         self.max_lines = max_lines
         self.trace = trace
         self.node = widgets.Dropdown(options=_node_names(lab), value=node or _default_node(lab),
-                                     description="node")
-        self.grep = widgets.Text(value=grep, description="grep", placeholder="e.g. default/web")
-        self.only = widgets.Checkbox(value=only_matched, description="only matched rules", indent=False)
+                                     description=tr("node"))
+        self.grep = widgets.Text(value=grep, description="grep", placeholder=tr("e.g. default/web"))
+        self.only = widgets.Checkbox(value=only_matched, description=tr("only matched rules"), indent=False)
         self.text = widgets.HTML()
         self.html = ""
         for control in (self.node, self.grep, self.only):
@@ -79,15 +80,18 @@ class RulesView(LiveView):
                 continue
             shown += 1
             if shown > self.max_lines:
-                rows.append(f"<div>… {len(lines) - i} more lines (narrow them with grep)</div>")
+                more = tr("… {count} more lines (narrow them with grep)", count=len(lines) - i)
+                rows.append(f"<div>{more}</div>")
                 break
             style = f' style="{HIT_STYLE}"' if i in lit else ""
             klass = ' class="rule matched"' if i in lit else ' class="rule"'
             rows.append(f"<div{klass}{style}>{html.escape(line) or '&nbsp;'}</div>")
         size = 12 * type_scale(self.present)
         mode = self.lab.proxy_mode
-        head = (f"<div style='margin:4px 0'><b>{html.escape(self.node.value)}</b> — kube-proxy mode "
-                f"<code>{mode}</code>, {len(lines)} lines, {len(lit)} matched by the traced request</div>")
+        summary = tr("{node} — kube-proxy mode {mode}, {lines} lines, {matched} matched by the traced request",
+                     node=f"<b>{html.escape(self.node.value)}</b>", mode=f"<code>{mode}</code>", lines=len(lines),
+                     matched=len(lit))
+        head = f"<div style='margin:4px 0'>{summary}</div>"
         self.html = (f"<div class='labsupport-rules'>{head}<div style=\"font-family:monospace;font-size:{size:.0f}px;"
                      f"white-space:pre;max-height:420px;overflow:auto;border:1px solid #ddd;padding:4px\">"
                      + "".join(rows) + "</div></div>")
@@ -119,9 +123,9 @@ class ConntrackView(LiveView):
 
     def __init__(self, lab: Any, node: str | None = None, *, present: bool | None = None, live: bool = True):
         super().__init__(lab, present=present, live=live)
-        self.node = widgets.Dropdown(options=["all nodes"] + _node_names(lab), value=node or "all nodes",
-                                     description="node")
-        self.refresh_button = widgets.Button(description="refresh")
+        self.node = widgets.Dropdown(options=[(tr("all nodes"), "all nodes")] + [(n, n) for n in _node_names(lab)],
+                                     value=node or "all nodes", description=tr("node"))
+        self.refresh_button = widgets.Button(description=tr("refresh"))
         self.refresh_button.on_click(lambda _: self.refresh())
         self.node.observe(lambda _: self.refresh(), names="value")
         self.table = widgets.HTML()
@@ -149,9 +153,9 @@ class ConntrackView(LiveView):
                         f"<td>{e['state']}</td><td>{html.escape(e['original'])}</td><td>{html.escape(e['reply'])}</td>"
                         f"<td>{nat}</td></tr>")
         size = 12 * type_scale(self.present)
-        body = "".join(rows) or "<tr><td colspan='7'><i>no tracked connections</i></td></tr>"
+        body = "".join(rows) or "<tr><td colspan='7'><i>" + tr("no tracked connections") + "</i></td></tr>"
         self.html = (f"<table class='labsupport-conntrack' style='font-family:monospace;font-size:{size:.0f}px'>"
-                     "<tr><th>node</th><th>proto</th><th>ttl s</th><th>state</th><th>original</th>"
+                     f"<tr><th>{tr('node')}</th><th>proto</th><th>ttl s</th><th>state</th><th>original</th>"
                      f"<th>reply</th><th>NAT</th></tr>{body}</table>")
         self.table.value = self.html
 

@@ -29,6 +29,8 @@ from typing import Any, Iterable
 
 import networkx as nx
 
+from labsupport.i18n import tr, translate
+
 CLIENT = "client"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
@@ -92,7 +94,7 @@ def service_summary(svc: dict) -> str:
         ports.append(f"{text}/{p.get('protocol', 'TCP')}")
     if kind == "ExternalName":
         return f"ExternalName {spec.get('externalName', '')}"
-    ip_text = "None (headless)" if ip == "None" else ip
+    ip_text = tr("None (headless)") if ip == "None" else ip
     return f"{kind} {ip_text} {','.join(ports)}".strip()
 
 
@@ -124,12 +126,12 @@ def build_model(objects: dict, namespaces: Iterable[str] | None = ("default",)) 
     """
     wanted = None if namespaces is None else set(namespaces)
     graph = nx.DiGraph()
-    graph.add_node(CLIENT, kind="client", label="client (outside the cluster)")
+    graph.add_node(CLIENT, kind="client", label=tr("client (outside the cluster)"))
     proxies = objects.get("proxies") or {}
     for node in objects.get("nodes") or []:
         meta = node["metadata"]
         labels = meta.get("labels") or {}
-        zone = labels.get(ZONE_LABEL, "no zone")
+        zone = labels.get(ZONE_LABEL, tr("no zone"))
         zone_id = f"zone:{zone}"
         if zone_id not in graph:
             graph.add_node(zone_id, kind="zone", label=zone)
@@ -298,6 +300,12 @@ class Step:
 _DELIVERED = re.compile(r"delivered to pod (\S+?)/(\S+) at ")
 
 
+def _delivered_here() -> re.Pattern:
+    """The hop that hands a connection to a pod, as the backends write it in the language chosen now."""
+    head = translate("delivered to pod {pod} at {address}").split("{address}")[0]
+    return re.compile(re.escape(head).replace(re.escape("{pod}"), r"(\S+?)/(\S+)"))
+
+
 def trace_steps(trace: Any, graph: nx.DiGraph) -> list[Step]:
     """Turn a `lab.trace(...)` result into legs between picture elements, each with its NAT rewrites."""
     source = getattr(trace, "source", "client")
@@ -314,9 +322,10 @@ def trace_steps(trace: Any, graph: nx.DiGraph) -> list[Step]:
     steps: list[Step] = []
     notes: list[str] = []
     rewrites: list[str] = []
+    delivered = _delivered_here()
     for hop in getattr(trace, "hops", []):
         where, what = hop.where, hop.what
-        match = _DELIVERED.search(what)
+        match = _DELIVERED.search(what) or delivered.search(what)
         target = None
         if match:
             target = f"pod:{match.group(1)}/{match.group(2)}"
@@ -337,8 +346,8 @@ def trace_steps(trace: Any, graph: nx.DiGraph) -> list[Step]:
     result = getattr(trace, "result", None)
     end = ""
     if result is not None:
-        end = (f"answered by {result.pod} (it saw client {result.client_ip})" if result.ok else
-               (result.error or "no answer"))
+        end = (tr("answered by {pod} (it saw client {client_ip})", pod=result.pod, client_ip=result.client_ip)
+               if result.ok else (result.error or tr("no answer")))
     if notes or rewrites or end:
         if steps:
             steps[-1].text += ("; " + "; ".join(notes) if notes else "")
@@ -467,13 +476,13 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
             out.append(f'<g class="zone" data-name="{_esc(data[nid]["label"])}">'
                        f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="8" '
                        f'fill="#f5f7fb" stroke="#c5cae9" stroke-dasharray="4 3"/>'
-                       + _text(box.x + 10 * s, box.y + 17 * s, f"zone {data[nid]['label']}", fs, weight="bold",
-                               fill="#3949ab") + "</g>")
+                       + _text(box.x + 10 * s, box.y + 17 * s, tr("zone {name}", name=data[nid]['label']), fs,
+                               weight="bold", fill="#3949ab") + "</g>")
     for nid, box in boxes.items():
         if nid not in data or data[nid]["kind"] != "node":
             continue
         d = data[nid]
-        role = " (control plane)" if d.get("control_plane") else ""
+        role = tr(" (control plane)") if d.get("control_plane") else ""
         if role and (len(d["label"] + role) * 0.57 + len(d.get("ip", "")) * 0.5) * fs + 26 * s > box.w:
             role = ""           # a narrow box (presenter mode): the name says it, the IP must stay readable
         out.append(f'<g class="node" data-name="{_esc(d["label"])}">'
@@ -486,12 +495,12 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
         if mode is not None:
             if running:
                 rules = d.get("rule_count")
-                label = f"kube-proxy ● {mode}" + (f" · {rules} rules" if rules is not None else "")
+                label = f"kube-proxy ● {mode}" + (tr(" · {rules} rules", rules=rules) if rules is not None else "")
                 if d.get("proxy_pending"):
-                    label += " (sync pending)"
+                    label += tr(" (sync pending)")
                 color = "#00695c"
             else:
-                label = f"kube-proxy ■ stopped — {mode} rules stay in the kernel"
+                label = tr("kube-proxy ■ stopped — {mode} rules stay in the kernel", mode=mode)
                 color = "#c62828"
             out.append(f'<g class="kube-proxy" data-running="{str(bool(running)).lower()}">'
                        f'<rect x="{box.x + 8 * s:.1f}" y="{box.y + 23 * s:.1f}" width="{box.w - 16 * s:.1f}" '
@@ -533,8 +542,8 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
     if cb is not None:
         out.append(f'<g class="client"><rect x="{cb.x:.1f}" y="{cb.y:.1f}" width="{cb.w:.1f}" height="{cb.h:.1f}" '
                    f'rx="6" fill="#fffde7" stroke="#f9a825"/>'
-                   + _text(cb.x + 8 * s, cb.y + 16 * s, "client", fs, weight="bold")
-                   + _text(cb.x + 8 * s, cb.y + 31 * s, "outside the cluster", fs * 0.85, fill="#795548") + "</g>")
+                   + _text(cb.x + 8 * s, cb.y + 16 * s, tr("client"), fs, weight="bold")
+                   + _text(cb.x + 8 * s, cb.y + 31 * s, tr("outside the cluster"), fs * 0.85, fill="#795548") + "</g>")
     for nid, box in boxes.items():
         if nid not in data or data[nid]["kind"] != "service":
             continue
@@ -554,7 +563,8 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
         out.append(f'<g class="slice" data-name="{_esc(d["label"])}">'
                    f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="4" '
                    f'fill="#ffffff" stroke="#7e57c2"/>'
-                   + _text(box.x + 6 * s, box.y + 12.5 * s, f"slice {d['label']}: {d['ready']}/{d['size']} ready",
+                   + _text(box.x + 6 * s, box.y + 12.5 * s,
+                           tr("slice {name}: {ready}/{size} ready", name=d['label'], ready=d['ready'], size=d['size']),
                            fs * 0.78, fill="#4527a0") + "</g>")
     # the traced connection
     trace_from = len(out)
@@ -586,8 +596,8 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
         out.append(f'<g class="trace-labels" paint-order="stroke" stroke="#ffffff" stroke-width="{3 * s:.1f}" '
                    f'stroke-linejoin="round">' + "".join(labels) + "</g>")
         cy = height + 4 * s
-        out.append(_text(14 * s, cy + 8 * s, f"the traced connection ({len(shown)}/{len(steps)} steps)", fs,
-                         weight="bold", fill=TRACE_COLOR))
+        title = tr("the traced connection ({shown}/{steps} steps)", shown=len(shown), steps=len(steps))
+        out.append(_text(14 * s, cy + 8 * s, title, fs, weight="bold", fill=TRACE_COLOR))
         for line, is_nat in caption:
             cy += 16 * s
             out.append(f'<text x="{14 * s:.1f}" y="{cy + 8 * s:.1f}" font-size="{fs * 0.85:.1f}" '
@@ -599,10 +609,11 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
     for state in ("ready", "not-ready", "terminating", "pending"):
         stroke, fill = POD_COLORS[state]
         out.append(f'<rect x="{lx:.1f}" y="{ly - 10 * s:.1f}" width="{12 * s:.1f}" height="{12 * s:.1f}" rx="2" '
-                   f'fill="{fill}" stroke="{stroke}"/>' + _text(lx + 16 * s, ly, f"pod {state}", fs * 0.85))
+                   f'fill="{fill}" stroke="{stroke}"/>'
+                   + _text(lx + 16 * s, ly, tr("pod {state}", state=state), fs * 0.85))
         lx += 110 * s
-    for note in ("lines: slice endpoints (green ready, orange serving+terminating, grey/red not ready)",
-                 "lines: endpoints (green ready, orange terminating, grey not ready)"):
+    for note in (tr("lines: slice endpoints (green ready, orange serving+terminating, grey/red not ready)"),
+                 tr("lines: endpoints (green ready, orange terminating, grey not ready)")):
         if lx + len(note) * fs * 0.8 * 0.5 <= width - 14 * s:      # only what fits on the line
             out.append(_text(lx, ly, note, fs * 0.8, fill="#616161"))
             break

@@ -1,4 +1,4 @@
-"""Every lesson runs top to bottom on `sim`, and the lessons are stored clean."""
+"""Every lesson of both editions runs top to bottom on `sim` (and on `netns`), and the lessons are stored clean."""
 from __future__ import annotations
 
 import pathlib
@@ -8,19 +8,23 @@ import nbformat
 import pytest
 
 from tests.notebooks import after_run_all
+from tests.notebooks.editions import EDITIONS, ENGLISH, lesson_params, lessons, require_edition, require_lesson
 
-NOTEBOOKS = pathlib.Path(__file__).resolve().parents[2] / "notebooks"
-LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
-SECTIONS = ("**Goals**", "## Try it", "## Self-check", "## Summary", "## Next")
+LESSONS = lessons(ENGLISH)
+SECTIONS = ENGLISH.sections
+EVERY_LESSON = lesson_params(*EDITIONS)
 
 
-def test_the_series_is_complete():
-    numbers = [p.name[:2] for p in LESSONS]
+@pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.language)
+def test_the_series_is_complete(edition):
+    require_edition(edition)
+    numbers = [p.name[:2] for p in sorted(edition.folder.glob("[0-9][0-9]-*.ipynb"))]
     assert numbers == [f"{i:02d}" for i in range(10)], numbers
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_stored_without_outputs(path):
+@pytest.mark.parametrize("edition,path", EVERY_LESSON)
+def test_stored_without_outputs(edition, path):
+    require_lesson(path)
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     for cell in nb.cells:
@@ -30,19 +34,21 @@ def test_stored_without_outputs(path):
     assert "widgets" not in nb.metadata, f"{path.name}: saved widget state"
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_one_skeleton(path):
+@pytest.mark.parametrize("edition,path", EVERY_LESSON)
+def test_one_skeleton(edition, path):
+    require_lesson(path)
     nb = nbformat.read(path, as_version=4)
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    positions = [text.find(s) for s in SECTIONS]
-    missing = [s for s, at in zip(SECTIONS, positions) if at < 0]
+    positions = [text.find(s) for s in edition.sections]
+    missing = [s for s, at in zip(edition.sections, positions) if at < 0]
     assert not missing, f"{path.name} lacks {missing}"
     assert positions == sorted(positions), f"{path.name}: sections out of order"
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_no_generated_names_in_code(path):
+@pytest.mark.parametrize("edition,path", EVERY_LESSON)
+def test_no_generated_names_in_code(edition, path):
     """Cells look up generated names and addresses instead of hard-coding them."""
+    require_lesson(path)
     nb = nbformat.read(path, as_version=4)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert not re.search(r"\b10\.(9[6-9]|1[01]\d)\.\d+\.\d+\b", code), "a ClusterIP is hard-coded"
@@ -51,9 +57,10 @@ def test_no_generated_names_in_code(path):
     assert not re.search(r"-[0-9a-f]{8,10}-[a-z0-9]{5}\b", code), "a generated pod name is hard-coded"
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_executes_on_sim(path, tmp_path, monkeypatch):
+@pytest.mark.parametrize("edition,path", EVERY_LESSON)
+def test_executes_on_sim(edition, path, tmp_path, monkeypatch):
     from nbclient import NotebookClient
+    require_lesson(path)
     monkeypatch.setenv("LABSUPPORT_BACKEND", "sim")
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}})
@@ -80,11 +87,12 @@ def test_executes_on_sim(path, tmp_path, monkeypatch):
 
 
 @pytest.mark.kernel
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
-def test_executes_on_netns(path, tmp_path, monkeypatch):
+@pytest.mark.parametrize("edition,path", EVERY_LESSON)
+def test_executes_on_netns(edition, path, tmp_path, monkeypatch):
     """The same lessons on the real Linux data plane (root and the netfilter tools needed; required in CI)."""
     from nbclient import NotebookClient
     from labsupport.testing import require_kernel
+    require_lesson(path)
     require_kernel("nft", "iptables-restore", "conntrack", "curl", "nslookup")
     monkeypatch.setenv("LABSUPPORT_BACKEND", "netns")
     nb = nbformat.read(path, as_version=4)

@@ -10,6 +10,9 @@ import tokenize
 import nbformat
 import pytest
 
+from tests.notebooks import editions
+from tests.notebooks.editions import require_edition, require_lesson
+
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[2] / "notebooks"
 RUSSIAN = NOTEBOOKS / "ru"
 LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
@@ -50,6 +53,18 @@ def is_russian(markdown: str) -> bool:
 
 def twin(path: pathlib.Path) -> pathlib.Path:
     return RUSSIAN / path.name
+
+
+@pytest.fixture(autouse=True)
+def russian_edition_present(request):
+    """Until notebooks/ru/ holds the lessons, their checks skip with the reason (and fail under CI)."""
+    if request.node.name.startswith("test_the_shape_ignores"):
+        return
+    path = getattr(request.node, "callspec", None) and request.node.callspec.params.get("path")
+    if path is not None:
+        require_lesson(twin(path))
+    else:
+        require_edition(editions.RUSSIAN)
 
 
 def test_every_lesson_has_a_russian_twin():

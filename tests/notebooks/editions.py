@@ -1,0 +1,57 @@
+"""The two editions of the series, English (`notebooks/`) and Russian (`notebooks/ru/`), as test parameters.
+
+A Russian lesson is expected for every English one, under the same file name. Until `notebooks/ru/` holds it, its
+tests skip with the reason; under CI (the lessons are there before CI runs) they fail instead.
+"""
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+
+import pytest
+
+from labsupport.testing import require
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+
+
+@dataclass(frozen=True)
+class Edition:
+    """One language's lessons: their folder and the skeleton's headings, in order."""
+
+    language: str
+    folder: pathlib.Path
+    sections: tuple[str, ...]
+
+
+ENGLISH = Edition("en", NOTEBOOKS, ("**Goals**", "## Try it", "## Self-check", "## Summary", "## Next"))
+RUSSIAN = Edition("ru", NOTEBOOKS / "ru", ("**Цели**", "## Попробуйте", "## Самопроверка", "## Итоги", "## Дальше"))
+EDITIONS = (ENGLISH, RUSSIAN)
+LESSON_GLOB = "[0-9][0-9]-*.ipynb"
+
+
+def lessons(edition: Edition) -> list[pathlib.Path]:
+    """The edition's lessons: the English ones found, the Russian twin of each English one (found or not)."""
+    english = sorted(NOTEBOOKS.glob(LESSON_GLOB))
+    if edition is ENGLISH:
+        return english
+    return sorted({edition.folder / p.name for p in english} | set(edition.folder.glob(LESSON_GLOB)))
+
+
+def lesson_params(*editions: Edition) -> list:
+    """pytest parameters (edition, path) for every lesson of `editions`; English ids stay the lesson's stem."""
+    return [pytest.param(e, path, id=path.stem if e is ENGLISH else f"{e.language}-{path.stem}")
+            for e in editions for path in lessons(e)]
+
+
+def require_lesson(path: pathlib.Path) -> None:
+    """Skip (or, under CI, fail) when a lesson of an edition is not there yet."""
+    require([] if path.exists() else [f"{path.relative_to(ROOT)} (the Russian edition lands in notebooks/ru/)"],
+            "Russian edition")
+
+
+def require_edition(edition: Edition) -> None:
+    """Skip (or, under CI, fail) when an edition's folder has no lesson yet."""
+    present = edition.folder.is_dir() and any(edition.folder.glob(LESSON_GLOB))
+    require([] if present else [f"lessons in {edition.folder.relative_to(ROOT)}/"], f"{edition.language} edition")
