@@ -22,6 +22,9 @@ def presenter(on: bool = True, scale: float = 1.4) -> None:
     _STATE["on"] = bool(on)
     _STATE["scale"] = float(scale)
     for view in list(_VIEWS):
+        if view.lab.closed:
+            _VIEWS.discard(view)        # its cluster is gone: nothing to redraw
+            continue
         view.set_present(bool(on))
 
 
