@@ -130,7 +130,13 @@ class ClassGrader:
                 return Outcome(student, "interrupted", time.monotonic() - start)
             # the merge runs where nbgrader is imported already (a fork of the server), under the gradebook lock
             if call_in_child(merge_from_scratch, self.course, scratch, self.assignment, student) != 0:
-                raise GradingError(f"merging the marks of {student} into {self.course / 'gradebook.db'} failed")
+                # The fork did not merge (it can fail while the fork server is still starting): merge here,
+                # under the same lock, and say what went wrong if that fails too.
+                try:
+                    merge_from_scratch(self.course, scratch, self.assignment, student)
+                except Exception as e:
+                    raise GradingError(f"merging the marks of {student} into {self.course / 'gradebook.db'} "
+                                       f"failed: {e}") from e
             merged = json.loads((scratch / "merged.json").read_text())
             graded = scratch / "autograded" / student / self.assignment
             dest = self.course / "autograded" / student / self.assignment
