@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -21,6 +19,7 @@ from labsupport.control.dns import DNSReply
 from labsupport.netns.namespaces import inside, run_in
 from labsupport.upstream.binaries import BUILD_HINT, binary
 from labsupport.upstream.kube_proxy import UpstreamError
+from labsupport.upstream.process import NamespacedProcess
 
 READY_PORT = 8181
 START_TIMEOUT = 60.0
@@ -57,8 +56,7 @@ class UpstreamCoreDNS:
         self.config_map = config_map
         self.kubeconfig = kubeconfig
         self.dir: str | None = None
-        self.process: subprocess.Popen | None = None
-        self._log = None
+        self.process: NamespacedProcess | None = None
 
     def start(self, timeout: float = START_TIMEOUT) -> "UpstreamCoreDNS":
         """Start CoreDNS and return once its /ready says the kubernetes plugin has synced."""
@@ -69,9 +67,7 @@ class UpstreamCoreDNS:
         conf = os.path.join(self.dir, "Corefile")
         with open(conf, "w") as fh:
             fh.write(corefile(self.config_map, self.kubeconfig))
-        self._log = open(os.path.join(self.dir, "coredns.log"), "wb")
-        self.process = subprocess.Popen(["ip", "netns", "exec", self.ns, path, "-conf", conf],
-                                        stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.process = NamespacedProcess(self.ns, [path, "-conf", conf], os.path.join(self.dir, "coredns.log"))
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:
@@ -80,7 +76,7 @@ class UpstreamCoreDNS:
                 raise UpstreamError(f"CoreDNS in {self.ns} exited; its log ends:\n" + log[-3000:])
             ready = run_in(self.ns, ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2",
                                      f"http://127.0.0.1:{READY_PORT}/ready"], timeout=10)
-            if ready.stdout.strip() == "200":
+            if ready.stdout.strip() == "200" and self._answers():
                 return self
             if time.monotonic() > deadline:
                 log = self.log()
@@ -89,25 +85,23 @@ class UpstreamCoreDNS:
                                     + log[-3000:])
             time.sleep(0.1)
 
+    def _answers(self) -> bool:
+        """Whether a first question gets an answer: /ready can report the plugin ready a moment before the
+        server answers queries for its zone."""
+        try:
+            self.ask("kubernetes.default.svc.cluster.local.", "A")
+        except UpstreamError:
+            return False
+        return True
+
     def log(self) -> str:
         """What CoreDNS has logged."""
-        if not self.dir:
-            return ""
-        with open(os.path.join(self.dir, "coredns.log"), "rb") as fh:
-            return fh.read().decode(errors="replace")
+        return self.process.log() if self.process is not None and self.dir else ""
 
     def remove(self) -> None:
         """Stop CoreDNS and delete its folder."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        if self.process is not None:
+            self.process.stop()       # the log stays readable until the folder is removed
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
 import tempfile
 import time
 from typing import Any
@@ -21,6 +19,7 @@ import yaml
 from labsupport.netns.namespaces import KernelError, run_in
 from labsupport.errors import LabError
 from labsupport.upstream.binaries import BUILD_HINT, binary
+from labsupport.upstream.process import NamespacedProcess
 
 HEALTHZ_PORT = 10256
 METRICS_PORT = 10249
@@ -88,8 +87,7 @@ class UpstreamKubeProxy:
         self.config_map = config_map
         self.verbosity = verbosity
         self.dir: str | None = None
-        self.process: subprocess.Popen | None = None
-        self._log = None
+        self.process: NamespacedProcess | None = None
 
     # --- lifecycle -----------------------------------------------------------------------------------------
     def start(self, timeout: float = START_TIMEOUT) -> "UpstreamKubeProxy":
@@ -101,10 +99,8 @@ class UpstreamKubeProxy:
         config_path = os.path.join(self.dir, "config.json")
         with open(config_path, "w") as fh:
             json.dump(configuration(self.config_map, self.node, self.mode, self.kubeconfig), fh, indent=1)
-        self._log = open(os.path.join(self.dir, "kube-proxy.log"), "wb")
-        self.process = subprocess.Popen(
-            ["ip", "netns", "exec", self.ns, path, f"--config={config_path}", f"--hostname-override={self.node}",
-             f"--v={self.verbosity}"], stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.process = NamespacedProcess(self.ns, [path, f"--config={config_path}", f"--hostname-override={self.node}",
+                                                   f"--v={self.verbosity}"], os.path.join(self.dir, "kube-proxy.log"))
         try:
             self.wait_synced(since=0.0, timeout=timeout)
         except BaseException:
@@ -114,16 +110,8 @@ class UpstreamKubeProxy:
 
     def stop(self) -> None:
         """Stop kube-proxy (its rules stay, as on a node whose kube-proxy exits) and close its log."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        if self.process is not None:
+            self.process.stop()       # the log stays readable until the folder is removed
 
     def remove(self) -> None:
         """Stop kube-proxy and delete its working folder."""
@@ -142,10 +130,7 @@ class UpstreamKubeProxy:
     # --- what it says --------------------------------------------------------------------------------------
     def log(self) -> str:
         """Everything kube-proxy has logged so far."""
-        if not self.dir:
-            return ""
-        with open(os.path.join(self.dir, "kube-proxy.log"), "rb") as fh:
-            return fh.read().decode(errors="replace")
+        return self.process.log() if self.process is not None and self.dir else ""
 
     def log_problems(self) -> list[str]:
         """Log lines that report a failed list or watch, an unknown resource or a refused request."""
