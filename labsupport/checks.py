@@ -566,7 +566,8 @@ def equal_shares(answer: Any, count: int, tolerance: float = 1e-6) -> None:
 
 
 def nft_numgen(answer: Any, lab: Any, service: str, node: str | None = None, namespace: str = "default") -> str:
-    """`answer` is the `numgen random mod N vmap { … }` rule of the Service's nftables service chain."""
+    """`answer` is the `numgen random mod N` rule of the Service's nftables service chain: since v1.36
+    `… dnat ip addr . port to numgen random mod N map { … }`, with session affinity `numgen random mod N vmap { … }`."""
     rules = _rules(lab, node, "nftables")
     svc = find(lab, "service", service, namespace)
     port = (svc["spec"].get("ports") or [{}])[0]
@@ -576,7 +577,7 @@ def nft_numgen(answer: Any, lab: Any, service: str, node: str | None = None, nam
     if not want:
         _fail(tr("there is no numgen rule for {name}: does the Service have ready endpoints?", name=name))
     if not isinstance(answer, str) or answer.strip() not in [w.strip() for w in want]:
-        _fail(tr("{answer!r} is not the rule: look for the line 'add rule ip kube-proxy service-…-{name} numgen "
+        _fail(tr("{answer!r} is not the rule: look for the line 'add rule ip kube-proxy service-…-{name} … numgen "
                  "random mod …' in lab.proxy_rules().", answer=answer, name=name))
     return want[0]
 

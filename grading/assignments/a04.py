@@ -105,17 +105,18 @@ checks.probabilities(probabilities_scaled, lab, "web", node="lab-worker")'''),
 ## Exercise 5: the same Service in nftables mode (2 points)
 
 Switch kube-proxy to nftables with `lab.set_proxy_mode("nftables")` (it edits the `kube-proxy` ConfigMap and
-restarts the kube-proxy pods, as on a real cluster). In the new rules there is no chain per endpoint rule to walk:
-the Service's chain `service-…-default/web/tcp/http` picks an endpoint with one
-`numgen random mod N vmap { … }` rule. Set `numgen_rule` to that line of `lab.proxy_rules("lab-worker")`."""),
+restarts the kube-proxy pods, as on a real cluster). In the new rules there is no chain of probabilities to walk:
+the Service's chain `service-…-default/web/tcp/http` DNATs to a random endpoint with one rule,
+`meta l4proto tcp dnat ip addr . port to numgen random mod N map { … }`. Set `numgen_rule` to that line of
+`lab.proxy_rules("lab-worker")`."""),
         solution("nftables", '''
 lab.set_proxy_mode("nftables")
 nft_rules = lab.proxy_rules("lab-worker")
-numgen_rule = next(l for l in nft_rules.splitlines() if "default/web/tcp/http numgen" in l)''',
+numgen_rule = next(l for l in nft_rules.splitlines() if "default/web/tcp/http " in l and "numgen" in l)''',
                  after="numgen_rule"),
         tests("nftables-test", 2, '''
 checks.nft_numgen(numgen_rule, lab, "web", node="lab-worker")''', hidden='''
-assert f"numgen random mod {task.scale_to} vmap" in numgen_rule, f"{task.scale_to} endpoints: mod {task.scale_to}"'''),
+assert f"numgen random mod {task.scale_to} map" in numgen_rule, f"{task.scale_to} endpoints: mod {task.scale_to}"'''),
         md("""
 ## Exercise 6: and in IPVS mode (3 points)
 

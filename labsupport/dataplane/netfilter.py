@@ -265,7 +265,7 @@ class Context:
 
 # Statement kinds. Each statement is a tuple whose first item is one of these.
 S_JUMP, S_GOTO, S_RETURN, S_ACCEPT, S_DROP, S_REJECT = range(6)
-S_DNAT, S_SNAT, S_MASQ, S_MARK, S_VMAP, S_NUMGEN, S_CALL, S_NOTE = range(6, 14)
+S_DNAT, S_SNAT, S_MASQ, S_MARK, S_VMAP, S_NUMGEN, S_CALL, S_NOTE, S_DNAT_MAP = range(6, 15)
 
 
 class Program:
@@ -364,12 +364,20 @@ class Program:
                         if record:
                             ctx.hits.append((rule, note))
                         return _VERDICTS[kind]
-                    elif kind == S_DNAT:
-                        ctx.dnat = (st[1], st[2])
-                        pkt.dst = st[1]
-                        if st[2] is not None:
-                            pkt.dport = st[2]
-                        note = f"DNAT to {int_to_ip(st[1])}" + (f":{st[2]}" if st[2] is not None else "")
+                    elif kind == S_DNAT or kind == S_DNAT_MAP:
+                        if kind == S_DNAT:
+                            ip, port = st[1], st[2]
+                        else:
+                            target = st[2].get(ctx.choices.pick(st[1]))
+                            if target is None:      # a map miss: the statement fails, the rule ends
+                                rule.packets -= 1
+                                break
+                            ip, port = target
+                        ctx.dnat = (ip, port)
+                        pkt.dst = ip
+                        if port is not None:
+                            pkt.dport = port
+                        note = f"DNAT to {int_to_ip(ip)}" + (f":{port}" if port is not None else "")
                         if record:
                             ctx.hits.append((rule, note))
                         return None
@@ -382,6 +390,8 @@ class Program:
                         return None
                     elif kind == S_MARK:
                         pkt.mark = st[1](pkt.mark)
+                        if len(st) > 2:
+                            ctx.masq_marked = True
                         note = f"mark now {pkt.mark:#x}"
                     elif kind == S_CALL:
                         st[1](pkt, ctx)

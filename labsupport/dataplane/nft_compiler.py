@@ -7,6 +7,10 @@ from labsupport.dataplane.nft_lexer import WHAT, parse_duration
 from labsupport.dataplane.nft_ruleset import NftRuleset, NftRuleSource, NftSet, NftTable, element_value
 
 
+CT_DNAT = frozenset({"DNAT"})
+NO_STATUS: frozenset = frozenset()
+
+
 def compile_ruleset(ruleset: NftRuleset) -> Program:
     """Compile the ruleset's IPv4 tables into a `Program` the engine can run (its `source` is the ruleset)."""
     program = Program("nftables")
@@ -132,6 +136,9 @@ class RuleCompiler:
             self.take()
             if self.peek() in ("ip", "inet"):
                 self.take()
+            if self.peek() == "addr":
+                stmts.append(self._dnat_map())
+                return
             if self.take() != "to":
                 raise self.fail("dnat needs 'to address[:port]'")
             dest = self.take()
@@ -167,6 +174,33 @@ class RuleCompiler:
             return
         self._expression(matches, stmts)
 
+    def _dnat_map(self):
+        """`dnat ip addr . port to numgen random mod N map { i : address . port , … }`: a random endpoint, every
+        branch explored by a trace, as `numgen … vmap` is."""
+        for want in ("addr", ".", "port", "to"):
+            if self.take() != want:
+                raise self.fail("dnat to an address and port from a map needs 'dnat ip addr . port to …'")
+        getter, kinds, _ = self._selector_concat()
+        if not (isinstance(getter, tuple) and getter[0] == "numgen"):
+            raise self.fail("dnat ip addr . port to … is supported with 'numgen random mod N map { … }' only")
+        mod, offset = getter[1], getter[2]
+        if self.take() != "map" or self.take() != "{":
+            raise self.fail("numgen here needs 'map { index : address . port , … }'")
+        targets = {}
+        while True:
+            word = self.take()
+            if word == "}":
+                break
+            if word == ",":
+                continue
+            if self.take() != ":":
+                raise self.fail("a dnat map element needs 'index : address . port'")
+            address = self.take()
+            if self.take() != ".":
+                raise self.fail("a dnat map element needs 'index : address . port'")
+            targets[int(word, 0) - offset] = (ip_to_int(address), int(self.take()))
+        return (nf.S_DNAT_MAP, mod, targets)
+
     def _is_mark_set(self) -> bool:
         if self.peek() == "mark":
             return self.peek(1) == "set"
@@ -182,8 +216,8 @@ class RuleCompiler:
                 self.take()
             op = self.take()
             value = int(self.take(), 0)
-            if op in ("or", "|"):
-                return (nf.S_MARK, lambda m: m | value)
+            if op in ("or", "|"):     # kube-proxy's one use of it: marking a connection for masquerade
+                return (nf.S_MARK, lambda m: m | value, True)
             if op in ("xor", "^"):
                 return (nf.S_MARK, lambda m: m ^ value)
             if op in ("and", "&"):
@@ -252,6 +286,8 @@ class RuleCompiler:
             f = self.take()
             if f == "state":
                 return (lambda p, c: p.ct), "ctstate", None
+            if f == "status":        # only the NAT done so far on the packet's way is modelled
+                return (lambda p, c: CT_DNAT if c.dnat is not None else NO_STATUS), "ctstate", None
             raise self.fail(f"unsupported selector 'ct {f}'")
         if w == "fib":
             f = self.take()

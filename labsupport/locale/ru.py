@@ -202,9 +202,9 @@ MESSAGES: dict[str, str] = {
         "сработало, например для 3 эндпоинтов: 1/3, (1 - 1/3) * 1/2, (1 - 1/3) * (1 - 1/2) * 1.",
     "there is no numgen rule for {name}: does the Service have ready endpoints?":
         "нет правила numgen для {name}: есть ли у Service готовые эндпоинты?",
-    "{answer!r} is not the rule: look for the line 'add rule ip kube-proxy service-…-{name} numgen random mod …' in "
-    "lab.proxy_rules().":
-        "{answer!r} — не то правило: найдите строку 'add rule ip kube-proxy service-…-{name} numgen random mod …' "
+    "{answer!r} is not the rule: look for the line 'add rule ip kube-proxy service-…-{name} … numgen random mod …' "
+    "in lab.proxy_rules().":
+        "{answer!r} — не то правило: найдите строку 'add rule ip kube-proxy service-…-{name} … numgen random mod …' "
         "в lab.proxy_rules().",
     "expected the real servers under '{head} …' in the ipvsadm -Ln part of lab.proxy_rules(), got {answer!r}.":
         "ожидались real servers под '{head} …' в части ipvsadm -Ln вывода lab.proxy_rules(), получено {answer!r}.",

@@ -10,14 +10,19 @@ from labsupport.shape import PROXY_MODES
 
 def render(mode: str, services: Iterable[dict], endpointslices: Iterable[dict], node: dict,
            config: dict | None = None, *, service_cidrs: Iterable[str] = ("10.96.0.0/12",),
-           nfacct: bool = False) -> str:
-    """The rules kube-proxy on `node` writes in `mode`: an iptables-save dump, an `nft -f` transaction or IPVS text."""
+           nfacct: bool = False, release: str | None = None) -> str:
+    """The rules kube-proxy on `node` writes in `mode`: an iptables-save dump, an `nft -f` transaction or IPVS text.
+
+    `release` ("v1.35", "1.37.2", …) chooses the nftables layout of that kube-proxy release (default: the release
+    the embedded cluster reports); the iptables and IPVS rules are the same in every release modelled."""
     if mode == "iptables":
         from labsupport.proxy.iptables import render_iptables
         return render_iptables(services, endpointslices, node, config, nfacct=nfacct)
     if mode == "nftables":
         from labsupport.proxy.nftables import render_nftables
-        return render_nftables(services, endpointslices, node, config, service_cidrs=service_cidrs)
+        from labsupport.proxy.nftables import RELEASE
+        return render_nftables(services, endpointslices, node, config, service_cidrs=service_cidrs,
+                               release=release or RELEASE)
     if mode == "ipvs":
         from labsupport.proxy.ipvs import render_ipvs
         return render_ipvs(services, endpointslices, node, config, nfacct=nfacct)

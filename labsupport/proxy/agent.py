@@ -103,7 +103,8 @@ class KubeProxy:
 
     @config.setter
     def config(self, config: dict | None) -> None:
-        if ProxyConfig.from_dict(config) != ProxyConfig.from_dict(self._config):
+        if any(ProxyConfig.from_dict(config, section) != ProxyConfig.from_dict(self._config, section)
+               for section in ("iptables", "nftables")):
             self._reconfigured = True
         self._config = config
 

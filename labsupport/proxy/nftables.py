@@ -7,12 +7,36 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Iterable
 
+import re
+
+from labsupport.control.version import K8S_VERSION
+from labsupport.errors import LabError
 from labsupport.proxy.topology import (Endpoint, NodeInfo, ProxyConfig, ServicePort, categorize, group_slices,
                                        node_port_ips, paused_gc, service_ports, slice_endpoints,
                                        slice_service_key, sort_key)
 
 TABLE = "ip kube-proxy"
 NAME_MAX = 256 - 16
+#: The release whose kube-proxy the renderer writes unless told otherwise: the one the embedded cluster reports.
+RELEASE = K8S_VERSION
+#: From this minor release on, a Service chain DNATs through one `numgen … map` (an endpoint chain only with
+#: session affinity), masquerade marks are set inline and hairpin traffic is found through `@hairpin-connections`;
+#: before it every endpoint had a chain, reached through `numgen … vmap`, and marks went through
+#: `mark-for-masquerade`.
+DNAT_MAPS_SINCE = 36
+
+
+class UnknownRelease(LabError, ValueError):
+    """A kube-proxy release that is not written as `v1.N` or `1.N` (a patch number may follow)."""
+
+
+def dnat_maps(release: str) -> bool:
+    """Whether kube-proxy of `release` (e.g. "v1.37.2", "1.35") writes the DNAT-map layout."""
+    found = re.fullmatch(r"v?1\.(\d+)(?:\.\d+)?", str(release).strip())
+    if not found:
+        raise UnknownRelease(f"release {release!r} is not a Kubernetes release: write it as 'v1.37', '1.35' or "
+                             f"'v1.37.2'")
+    return int(found.group(1)) >= DNAT_MAPS_SINCE
 
 MAP_TYPES = {
     "firewall-ips": ("ipv4_addr . inet_proto . inet_service : verdict",
@@ -26,7 +50,9 @@ MAP_TYPES = {
     "service-nodeports": ("inet_proto . inet_service : verdict", "NodePort traffic"),
 }
 ELEMENT_ORDER = ("cluster-ips", "nodeport-ips", "firewall-ips", "no-endpoint-nodeports", "no-endpoint-services",
-                 "service-ips", "service-nodeports")
+                 "service-ips", "service-nodeports", "hairpin-connections")
+HAIRPIN_SET = ('add set {table} hairpin-connections {{ type ipv4_addr . ipv4_addr . inet_proto . inet_service ; '
+               'comment "service hairpin connections" ; }}')
 
 
 def _base_name(name: str) -> str:
@@ -65,9 +91,11 @@ def _elem(key: str, value: str | None = None, comment: str | None = None) -> str
 
 
 def service_rules(ports: list[tuple[ServicePort, tuple[Endpoint, ...]]], node: NodeInfo,
-                  cfg: ProxyConfig) -> ServiceRules:
-    """The chains, sets and elements of one Service's ports on this node."""
+                  cfg: ProxyConfig, maps: bool = True) -> ServiceRules:
+    """The chains, sets and elements of one Service's ports on this node (`maps`: the DNAT-map layout of
+    `dnat_maps`, else the older chain-per-endpoint one)."""
     out = ServiceRules()
+    masq = f"mark set mark or {cfg.mark}" if maps else "jump mark-for-masquerade"
     chains = out.chains
     elements = out.elements
     for port, endpoints in ports:
@@ -97,9 +125,16 @@ def service_rules(ports: list[tuple[ServicePort, tuple[Endpoint, ...]]], node: N
                 int_verdict = "drop"
             if not has_external:
                 ext_verdict = "drop"
+        affinity = port.affinity_timeout > 0
         ep_chains = {ep.key: "endpoint-" + endpoint_chain_base(port, ep) for ep in sel.reachable}
-        for chain in ep_chains.values():
-            chains[chain] = []
+        if affinity or not maps:
+            for chain in ep_chains.values():
+                chains[chain] = []
+        if maps:
+            for ep in sel.reachable:
+                if ep.node_name and ep.node_name == node.name:
+                    key = f"{ep.ip} . {ep.ip} . {proto} . {ep.port}"
+                    elements[("hairpin-connections", key)] = key
         if uses_cluster:
             chains[svc_chain] = []
         if uses_local:
@@ -143,7 +178,7 @@ def service_rules(ports: list[tuple[ServicePort, tuple[Endpoint, ...]]], node: N
             if not has_external:
                 elements[("no-endpoint-nodeports", key)] = _elem(key, ext_verdict, name)
 
-        if has_internal:
+        if has_internal and not maps:
             if cfg.masquerade_all:
                 chains[internal_chain].append(f"ip daddr {port.cluster_ip} jump mark-for-masquerade")
             elif cfg.cluster_cidr:
@@ -152,32 +187,36 @@ def service_rules(ports: list[tuple[ServicePort, tuple[Endpoint, ...]]], node: N
         if uses_ext:
             rules = chains[ext_chain]
             if not port.external_local:
-                rules.append("jump mark-for-masquerade")
+                rules.append(f'{masq} comment "masquerade"' if maps else masq)
             else:
                 if cfg.cluster_cidr:
                     rules.append(f'ip saddr {cfg.cluster_cidr} goto {svc_chain} comment "short-circuit pod traffic"')
-                rules.append('fib saddr type local jump mark-for-masquerade comment "masquerade local traffic"')
+                rules.append(f'fib saddr type local {masq} comment "masquerade local traffic"')
                 rules.append(f'fib saddr type local goto {svc_chain} comment "short-circuit local traffic"')
             if has_external:
                 rules.append(f"goto {external_policy_chain}")
-        affinity = port.affinity_timeout > 0
         if affinity:
             for ep in sel.reachable:
                 out.sets["affinity-" + endpoint_chain_base(port, ep)] = port.affinity_timeout
+        balance = _jump_to_endpoints if affinity or not maps else _dnat_to_endpoints
         if uses_cluster:
-            _balance(chains[svc_chain], port, sel.cluster, ep_chains)
+            balance(chains[svc_chain], port, sel.cluster, ep_chains)
         if uses_local:
-            _balance(chains[local_chain], port, sel.local, ep_chains)
-        for ep in sel.reachable:
-            rules = chains[ep_chains[ep.key]]
-            rules.append(f"ip saddr {ep.ip} jump mark-for-masquerade")
-            if affinity:
-                rules.append(f"update @affinity-{endpoint_chain_base(port, ep)} {{ ip saddr }}")
-            rules.append(f"meta l4proto {proto} dnat to {ep.key}")
+            balance(chains[local_chain], port, sel.local, ep_chains)
+        if affinity or not maps:
+            for ep in sel.reachable:
+                rules = chains[ep_chains[ep.key]]
+                if not maps:
+                    rules.append(f"ip saddr {ep.ip} {masq}")
+                if affinity:
+                    rules.append(f"update @affinity-{endpoint_chain_base(port, ep)} {{ ip saddr }}")
+                rules.append(f"meta l4proto {proto} dnat to {ep.key}")
     return out
 
 
-def _balance(rules: list[str], port: ServicePort, endpoints: tuple[Endpoint, ...], ep_chains: dict[str, str]) -> None:
+def _jump_to_endpoints(rules: list[str], port: ServicePort, endpoints: tuple[Endpoint, ...],
+                       ep_chains: dict[str, str]) -> None:
+    """Affinity hits first, then a random endpoint chain: `numgen … vmap { i : goto endpoint-… }`."""
     if port.affinity_timeout > 0:
         for ep in endpoints:
             rules.append(f"ip saddr @affinity-{endpoint_chain_base(port, ep)} goto {ep_chains[ep.key]}")
@@ -185,12 +224,26 @@ def _balance(rules: list[str], port: ServicePort, endpoints: tuple[Endpoint, ...
     rules.append(f"numgen random mod {len(endpoints)} vmap {{ {vmap} }}")
 
 
-def base_statements(node: NodeInfo, cfg: ProxyConfig, service_cidrs: Iterable[str]) -> list[str]:
-    """The table, sets, maps, base chains and fixed rules (the part that does not depend on Services)."""
+def _dnat_to_endpoints(rules: list[str], port: ServicePort, endpoints: tuple[Endpoint, ...],
+                       ep_chains: dict[str, str]) -> None:
+    """One DNAT straight from the Service chain: to the one endpoint, or to a random one through a map."""
+    proto = port.protocol
+    if len(endpoints) == 1:
+        rules.append(f"meta l4proto {proto} dnat to {endpoints[0].key}")
+        return
+    targets = " , ".join(f"{i} : {ep.ip} . {ep.port}" for i, ep in enumerate(endpoints))
+    rules.append(f"meta l4proto {proto} dnat ip addr . port to numgen random mod {len(endpoints)} map {{ {targets} }}")
+
+
+def base_statements(node: NodeInfo, cfg: ProxyConfig, service_cidrs: Iterable[str], maps: bool = True) -> list[str]:
+    """The table, sets, maps, base chains and fixed rules (the part that does not depend on Services); `maps` as
+    in `service_rules`."""
     t = TABLE
     out = [f'add table {t} {{ comment "rules for kube-proxy" ; }}',
            f'add set {t} cluster-ips {{ type ipv4_addr ; comment "Active ClusterIPs" ; }}',
            f'add set {t} nodeport-ips {{ type ipv4_addr ; comment "IPs that accept NodePort traffic" ; }}']
+    if maps:
+        out.append(HAIRPIN_SET.format(table=t))
     for name, (kind, comment) in MAP_TYPES.items():
         out.append(f'add map {t} {name} {{ type {kind} ; comment "{comment}" ; }}')
     chains = [
@@ -200,7 +253,7 @@ def base_statements(node: NodeInfo, cfg: ProxyConfig, service_cidrs: Iterable[st
         ("filter-forward", "type filter hook forward priority 0 ;"),
         ("filter-input", "type filter hook input priority 0 ;"),
         ("filter-output", "type filter hook output priority 0 ;"),
-        ("firewall-check", ""), ("mark-for-masquerade", ""), ("masquerading", ""),
+        ("firewall-check", ""), *([] if maps else [("mark-for-masquerade", "")]), ("masquerading", ""),
         ("nat-output", "type nat hook output priority -100 ;"),
         ("nat-postrouting", "type nat hook postrouting priority 100 ;"),
         ("nat-prerouting", "type nat hook prerouting priority -100 ;"),
@@ -229,15 +282,13 @@ def base_statements(node: NodeInfo, cfg: ProxyConfig, service_cidrs: Iterable[st
         ("filter-output-pre-dnat", "ct state new jump firewall-check"),
         ("filter-output", "ct state new jump cluster-ips-check"),
         ("firewall-check", "ip daddr . meta l4proto . th dport vmap @firewall-ips"),
-        ("mark-for-masquerade", f"mark set mark or {mark}"),
-        ("masquerading", f"mark and {mark} == 0 return"),
-        ("masquerading", f"mark set mark xor {mark}"),
-        ("masquerading", "masquerade fully-random"),
+        *(_masquerading_maps(mark) if maps else _masquerading_chains(mark)),
         ("nat-output", "jump services"),
         ("nat-postrouting", "jump masquerading"),
         ("nat-prerouting", "jump services"),
         ("nodeport-endpoints-check", f"{np_match} meta l4proto . th dport vmap @no-endpoint-nodeports"),
         ("reject-chain", "reject"),
+        *(_outside_traffic_masquerade(cfg) if maps else []),
         ("services", "ip daddr . meta l4proto . th dport vmap @service-ips"),
         ("services", f"{np_match} meta l4proto . th dport vmap @service-nodeports"),
         ("service-endpoints-check", "ip daddr . meta l4proto . th dport vmap @no-endpoint-services"),
@@ -247,6 +298,33 @@ def base_statements(node: NodeInfo, cfg: ProxyConfig, service_cidrs: Iterable[st
         if not ip.startswith("127."):
             out.append(f"add element {t} nodeport-ips {{ {ip} }}")
     return out
+
+
+def _masquerading_chains(mark: str) -> list[tuple[str, str]]:
+    """Masquerading before the DNAT-map layout: a mark chain, and a postrouting chain that clears and acts on it."""
+    return [("mark-for-masquerade", f"mark set mark or {mark}"),
+            ("masquerading", f"mark and {mark} == 0 return"),
+            ("masquerading", f"mark set mark xor {mark}"),
+            ("masquerading", "masquerade fully-random")]
+
+
+def _masquerading_maps(mark: str) -> list[tuple[str, str]]:
+    """Masquerading in the DNAT-map layout: marked traffic, and a pod's connection DNATed back to itself."""
+    return [("masquerading", f"mark and {mark} != 0 mark set mark xor {mark} masquerade fully-random"),
+            ("masquerading", "ct status dnat ip saddr . ip daddr . meta l4proto . th dport @hairpin-connections "
+                             "masquerade fully-random")]
+
+
+def _outside_traffic_masquerade(cfg: ProxyConfig) -> list[tuple[str, str]]:
+    """In the DNAT-map layout one rule of `services` marks ClusterIP traffic from outside the cluster (or all of
+    it with masqueradeAll), instead of a rule in every Service chain."""
+    if cfg.masquerade_all:
+        return [("services", f'ip daddr @cluster-ips mark set mark or {cfg.mark} '
+                             f'comment "masquerade all clusterIP traffic"')]
+    if cfg.cluster_cidr:
+        return [("services", f'ip daddr @cluster-ips ip saddr != {cfg.cluster_cidr} mark set mark or {cfg.mark} '
+                             f'comment "masquerade clusterIP traffic from outside cluster"')]
+    return []
 
 
 def _set_statement(name: str, timeout: int) -> str:
@@ -292,13 +370,14 @@ def _ports_by_service(services: Iterable[dict], endpointslices: Iterable[dict]):
 
 
 def render_nftables(services: Iterable[dict], endpointslices: Iterable[dict], node: dict, config: dict | None = None,
-                    *, service_cidrs: Iterable[str] = ("10.96.0.0/12",)) -> str:
-    """The full `nft -f` transaction kube-proxy on `node` writes for these Services."""
+                    *, service_cidrs: Iterable[str] = ("10.96.0.0/12",), release: str = RELEASE) -> str:
+    """The full `nft -f` transaction kube-proxy of `release` on `node` writes for these Services."""
     info = NodeInfo.from_node(node)
-    cfg = ProxyConfig.from_dict(config)
+    cfg = ProxyConfig.from_dict(config, "nftables")
+    maps = dnat_maps(release)
     with paused_gc():
-        per_service = [service_rules(ports, info, cfg) for ports in _ports_by_service(services, endpointslices)]
-        return transaction(base_statements(info, cfg, service_cidrs), per_service)
+        per_service = [service_rules(ports, info, cfg, maps) for ports in _ports_by_service(services, endpointslices)]
+        return transaction(base_statements(info, cfg, service_cidrs, maps), per_service)
 
 
 def cleanup_commands() -> str:
@@ -322,10 +401,11 @@ class NftablesSyncer:
     """
 
     def __init__(self, node: dict, config: dict | None = None, *,
-                 service_cidrs: Iterable[str] = ("10.96.0.0/12",)) -> None:
+                 service_cidrs: Iterable[str] = ("10.96.0.0/12",), release: str = RELEASE) -> None:
         self.node = NodeInfo.from_node(node)
-        self.config = ProxyConfig.from_dict(config)
-        self.base = base_statements(self.node, self.config, tuple(service_cidrs))
+        self.config = ProxyConfig.from_dict(config, "nftables")
+        self.maps = dnat_maps(release)
+        self.base = base_statements(self.node, self.config, tuple(service_cidrs), self.maps)
         self.services: dict[tuple[str, str], dict] = {}
         self.slices: dict[tuple[str, str], dict[str, dict]] = {}
         self.slice_owner: dict[tuple[str, str], tuple[str, str]] = {}
@@ -355,7 +435,7 @@ class NftablesSyncer:
         ports = service_ports(svc)
         eps = slice_endpoints(self.slices.get(key, {}).values())
         items = sorted(((p, eps.get((p.port_name, p.protocol), ())) for p in ports), key=lambda i: sort_key(i[0]))
-        return service_rules(items, self.node, self.config)
+        return service_rules(items, self.node, self.config, self.maps)
 
     def sync(self, services: Iterable[dict], endpointslices: Iterable[dict]) -> str:
         """Bring the table to this complete state; return the transaction that does it (full text the first time)."""

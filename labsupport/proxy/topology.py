@@ -316,18 +316,20 @@ class ProxyConfig:
         return hex(1 << self.masquerade_bit)
 
     @classmethod
-    def from_dict(cls, config: dict | None) -> "ProxyConfig":
-        """Read a KubeProxyConfiguration dict (missing fields take upstream defaults)."""
+    def from_dict(cls, config: dict | None, section: str = "iptables") -> "ProxyConfig":
+        """Read a KubeProxyConfiguration dict (missing fields take upstream defaults). `section` is the mode whose
+        block holds the masquerade bit and masqueradeAll: `iptables` (iptables and IPVS) or `nftables`."""
         config = config or {}
         ipt = config.get("iptables") or {}
         ipvs = config.get("ipvs") or {}
+        masq = config.get(section) or {}
         cidr = config.get("clusterCIDR") or ""
         cidr = cidr.split(",")[0].strip()
-        bit = ipt.get("masqueradeBit")
+        bit = masq.get("masqueradeBit")
         return cls(
             cluster_cidr=cidr,
             masquerade_bit=14 if bit is None else int(bit),
-            masquerade_all=bool(_given(ipt.get("masqueradeAll"), config.get("masqueradeAll"), False)),
+            masquerade_all=bool(_given(masq.get("masqueradeAll"), config.get("masqueradeAll"), False)),
             localhost_node_ports=bool(_given(ipt.get("localhostNodePorts"), True)),
             node_port_addresses=tuple(config.get("nodePortAddresses") or ()),
             ipvs_scheduler=ipvs.get("scheduler") or "rr",

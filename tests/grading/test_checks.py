@@ -135,7 +135,7 @@ def test_rule_checks_in_every_mode(web):
     assert "overall shares" in fails(checks.equal_shares, [1 / 3, 1 / 2, 1], 3)
     assert "switch with lab.set_proxy_mode('nftables')" in fails(checks.nft_numgen, "x", web, "web")
     web.set_proxy_mode("nftables")
-    line = next(l for l in web.proxy_rules().splitlines() if "default/web/tcp/http numgen" in l)
+    line = next(l for l in web.proxy_rules().splitlines() if "default/web/tcp/http " in l and "numgen" in l)
     assert checks.nft_numgen(line, web, "web") == line
     web.set_proxy_mode("ipvs")
     servers = checks.ipvs_real_servers(sorted(f"{ip}:80" for ip in checks.ready_addresses(web, "web")), web, "web")

@@ -61,8 +61,9 @@ def two_services() -> tuple[list[dict], list[dict]]:
     """The two ClusterIP services of upstream's TestSyncProxyRulesRepeated."""
     services = [service("ns1", "svc1", "172.30.0.41", [port("p80", 80)]),
                 service("ns2", "svc2", "172.30.0.42", [port("p8080", 8080)])]
-    slices = [endpointslice("ns1", "svc1", [endpoint("10.0.1.1")], [{"name": "p80", "port": 80, "protocol": "TCP"}]),
-              endpointslice("ns2", "svc2", [endpoint("10.0.2.1")],
+    slices = [endpointslice("ns1", "svc1", [endpoint("10.0.1.1", node="node1")],
+                            [{"name": "p80", "port": 80, "protocol": "TCP"}]),
+              endpointslice("ns2", "svc2", [endpoint("10.0.2.1", node="node1")],
                             [{"name": "p8080", "port": 8080, "protocol": "TCP"}])]
     return services, slices
 

@@ -128,11 +128,12 @@ def overall_objects() -> tuple[list[dict], list[dict]]:
         service("ns6", "svc6", "172.30.0.46", [port("p80", 80)]),
     ]
     slices = [
-        endpointslice("ns1", "svc1", [endpoint("10.180.0.1")], P80),
-        endpointslice("ns2", "svc2", [endpoint("10.180.0.2")], P80),
-        endpointslice("ns3", "svc3", [endpoint("10.180.0.3")], P80),
-        endpointslice("ns4", "svc4", [endpoint("10.180.0.4"), endpoint("10.180.0.5", node="test-node")], P80),
-        endpointslice("ns5", "svc5", [endpoint("10.180.0.3")], P80),
+        endpointslice("ns1", "svc1", [endpoint("10.180.0.1", node="test-node")], P80),
+        endpointslice("ns2", "svc2", [endpoint("10.180.0.2", node="other-node")], P80),
+        endpointslice("ns3", "svc3", [endpoint("10.180.0.3", node="test-node")], P80),
+        endpointslice("ns4", "svc4", [endpoint("10.180.0.4", node="other-node"),
+                                      endpoint("10.180.0.5", node="test-node")], P80),
+        endpointslice("ns5", "svc5", [endpoint("10.180.0.3", node="test-node")], P80),
     ]
     return services, slices
 

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from labsupport.proxy import render
-from labsupport.proxy.nftables import NftablesSyncer, endpoint_chain_base, port_chain_base
+from labsupport.proxy.nftables import (NftablesSyncer, UnknownRelease, dnat_maps, endpoint_chain_base,
+                                       port_chain_base)
 from labsupport.proxy.topology import Endpoint, ServicePort
 
 from .fixtures import GOLDEN_CONFIG, endpoint, endpointslice, many_services, node, scenario, two_services
@@ -12,6 +15,8 @@ from .test_iptables import golden_lines
 
 SVC1 = ServicePort("ns1", "svc1", "p80", "tcp", 80, "172.30.0.41")
 CIDRS = ("172.30.0.0/16",)
+#: The goldens in tests/goldens are of kube-proxy v1.35, the last release with a chain per endpoint.
+GOLDEN_RELEASE = "v1.35"
 
 
 def test_chain_names_match_upstream_examples():
@@ -22,8 +27,31 @@ def test_chain_names_match_upstream_examples():
 
 def test_reproduces_upstream_golden_as_a_set():
     services, slices = two_services()
-    text = render("nftables", services, slices, node(), GOLDEN_CONFIG, service_cidrs=CIDRS)
+    text = render("nftables", services, slices, node(), GOLDEN_CONFIG, service_cidrs=CIDRS, release=GOLDEN_RELEASE)
     assert sorted(line for line in text.splitlines() if line) == sorted(golden_lines("nftables-two-services.txt"))
+
+
+def test_dnat_map_layout_of_current_releases():
+    """Since v1.36 a Service chain DNATs itself: one endpoint directly, several through a numgen map; endpoint
+    chains exist only for session affinity, and a local endpoint's own traffic is found in hairpin-connections."""
+    services, slices = two_services()
+    text = render("nftables", services, slices, node(), GOLDEN_CONFIG, service_cidrs=CIDRS)
+    assert "add rule ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80 meta l4proto tcp dnat to 10.0.1.1:80" in text
+    assert "chain ip kube-proxy endpoint-" not in text and "mark-for-masquerade" not in text
+    assert "add element ip kube-proxy hairpin-connections { 10.0.1.1 . 10.0.1.1 . tcp . 80 }" in text
+    assert ('add rule ip kube-proxy services ip daddr @cluster-ips ip saddr != 10.0.0.0/8 mark set mark or 0x4000 '
+            'comment "masquerade clusterIP traffic from outside cluster"') in text
+    services, slices = many_services(1, 3)
+    text = render("nftables", services, slices, node(), GOLDEN_CONFIG)
+    assert "dnat ip addr . port to numgen random mod 3 map { 0 : " in text
+    affinity = render("nftables", *scenario("affinity"), node(), GOLDEN_CONFIG)
+    assert "numgen random mod" in affinity and "vmap { 0 : goto endpoint-" in affinity
+
+
+def test_release_is_checked():
+    with pytest.raises(UnknownRelease, match="'1.x'"):
+        render("nftables", *two_services(), node(), GOLDEN_CONFIG, release="1.x")
+    assert dnat_maps("v1.36.0") and dnat_maps("1.37") and not dnat_maps("v1.35")
 
 
 def test_every_chain_is_added_before_it_is_referenced():
@@ -62,18 +90,24 @@ def test_affinity_local_noendpoint_and_firewall():
 
 def test_incremental_delta_touches_only_the_changed_service():
     services, slices = two_services()
-    syncer = NftablesSyncer(node(), GOLDEN_CONFIG, service_cidrs=CIDRS)
-    first = syncer.sync(services, slices)
-    assert first == syncer.rules
-    assert syncer.sync(services, slices) == ""
-    changed = endpointslice("ns1", "svc1", [endpoint("10.0.1.2")], [{"name": "p80", "port": 80, "protocol": "TCP"}])
-    delta = syncer.sync(services, [changed, slices[1]])
-    assert "ns2/svc2" not in delta
-    assert "flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80" in delta
-    assert "delete chain ip kube-proxy endpoint-5TPGNJF2-ns1/svc1/tcp/p80__10.0.1.1/80" in delta
-    assert "add chain ip kube-proxy endpoint-" in delta
-    assert syncer.rules == render("nftables", services, [changed, slices[1]], node(), GOLDEN_CONFIG,
-                                  service_cidrs=CIDRS)
+    for release in (GOLDEN_RELEASE, "v1.37"):
+        syncer = NftablesSyncer(node(), GOLDEN_CONFIG, service_cidrs=CIDRS, release=release)
+        first = syncer.sync(services, slices)
+        assert first == syncer.rules
+        assert syncer.sync(services, slices) == ""
+        changed = endpointslice("ns1", "svc1", [endpoint("10.0.1.2", node="node1")],
+                                [{"name": "p80", "port": 80, "protocol": "TCP"}])
+        delta = syncer.sync(services, [changed, slices[1]])
+        assert "ns2/svc2" not in delta
+        assert "flush chain ip kube-proxy service-ULMVA6XW-ns1/svc1/tcp/p80" in delta
+        if release == GOLDEN_RELEASE:
+            assert "delete chain ip kube-proxy endpoint-5TPGNJF2-ns1/svc1/tcp/p80__10.0.1.1/80" in delta
+            assert "add chain ip kube-proxy endpoint-" in delta
+        else:
+            assert "delete element ip kube-proxy hairpin-connections { 10.0.1.1 . 10.0.1.1 . tcp . 80 }" in delta
+            assert "add element ip kube-proxy hairpin-connections { 10.0.1.2 . 10.0.1.2 . tcp . 80 }" in delta
+        assert syncer.rules == render("nftables", services, [changed, slices[1]], node(), GOLDEN_CONFIG,
+                                      service_cidrs=CIDRS, release=release)
 
 
 def _one_change_delta(count: int) -> tuple[str, float]:

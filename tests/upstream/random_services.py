@@ -76,6 +76,19 @@ def random_batch(seed: int, count: int) -> list[dict]:
     rng = random.Random(seed)
     ns = f"r{seed}"
     out: list[dict] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}]
+    claimed: set[tuple[str, str, int]] = set()
     for i in range(count):
-        out.extend(random_service(rng, ns, f"svc{i}"))
+        objects = random_service(rng, ns, f"svc{i}")
+        _drop_claimed_external_ips(objects[0]["spec"], claimed)
+        out.extend(objects)
     return out
+
+
+def _drop_claimed_external_ips(spec: dict, claimed: set[tuple[str, str, int]]) -> None:
+    """Keep an externalIP only if no earlier Service serves the same IP, protocol and port: for such a pair
+    upstream has no defined winner (the nftables map keeps whichever Service its Go map walk met last)."""
+    keys = {(ip, p["protocol"], p["port"]) for ip in spec.get("externalIPs", ()) for p in spec["ports"]}
+    if keys & claimed:
+        del spec["externalIPs"]
+    else:
+        claimed.update(keys)

@@ -18,19 +18,14 @@ from .random_services import random_batch
 
 pytestmark = pytest.mark.upstream
 
-MODES = ("iptables",)
-#: v1.37's nftables proxier DNATs through `numgen … map` and masquerades hairpin traffic through a
-#: `hairpin-connections` set; the renderer still writes a chain per endpoint (as the goldens, from an older release,
-#: show). Kept visible: this fails the day the renderer catches up, and then joins MODES.
-NFTABLES_BEHIND = pytest.param("nftables", marks=pytest.mark.xfail(
-    strict=True, reason="the nftables renderer predates v1.37's numgen DNAT maps and hairpin-connections set"))
+MODES = ("iptables", "nftables")
 NOTEBOOKS = os.path.join(os.path.dirname(__file__), "..", "..", "notebooks")
 #: 10 clusters of 20 random Services: 200 seeded configurations.
 RANDOM_SEEDS = range(10)
 PER_BATCH = 20
 
 
-@pytest.mark.parametrize("mode", [*MODES, NFTABLES_BEHIND])
+@pytest.mark.parametrize("mode", MODES)
 def test_differential_scenarios(kube_proxy_node, mode):
     lab = Lab(backend="sim", seed=0, proxy_mode=mode)
     try:

@@ -48,13 +48,14 @@ def changed(lab, kp, change, settle) -> None:
     assert_same_rules(kp, f"after {change.__doc__}")
 
 
-def test_changes_resync(kube_proxy_node):
-    lab = Lab(backend="sim", seed=1)
+@pytest.mark.parametrize("mode", ["iptables", "nftables"])
+def test_changes_resync(kube_proxy_node, mode):
+    lab = Lab(backend="sim", seed=1, proxy_mode=mode)
     try:
         lab.apply(echo("web", 3, policy="Cluster"))
         lab.apply(READINESS)
         lab.wait(lambda l: ready(l, "web") == 3 and ready(l, "probed") == 2, timeout=120)
-        kp = kube_proxy_node(lab, "lab-worker")
+        kp = kube_proxy_node(lab, "lab-worker", mode)
         assert_same_rules(kp, "the first sync")
 
         def scale_up():
