@@ -14,6 +14,7 @@ from labsupport.proxy.iptables import FILTER_CHAINS_FIXED, NAT_CHAINS_FIXED, bui
 from labsupport.proxy.iptables import cleanup_commands as iptables_cleanup
 from labsupport.proxy.ipvs import IPSET_TYPES, IpvsState, ipvs_state
 from labsupport.proxy.nftables import NftablesSyncer
+from labsupport.proxy.release import RELEASE, masquerade_random_fully
 from labsupport.proxy.nftables import cleanup_commands as nft_cleanup
 from labsupport.proxy.topology import (NodeInfo, ProxyConfig, paused_gc, service_ports, slice_endpoints,
                                        slice_service_key)
@@ -189,7 +190,8 @@ class KubeProxy:
             if self.mode == "iptables":
                 old_tables = self._tables
                 self._tables = build_tables(self._services.values(), self._slices.values(), self.node_info,
-                                            ProxyConfig.from_dict(self.config), self.nfacct)
+                                            ProxyConfig.from_dict(self.config), self.nfacct,
+                                            masquerade_random_fully(RELEASE))
                 full = dump(*self._tables)
                 changed = full != self._rules
                 self._rules = full

@@ -6,6 +6,7 @@ import hashlib
 import ipaddress
 from typing import Iterable
 
+from labsupport.proxy.release import RELEASE, masquerade_random_fully
 from labsupport.proxy.topology import (Endpoint, NodeInfo, ProxyConfig, ServicePort, categorize, group_slices,
                                        node_port_ips, paused_gc, service_ports, slice_endpoints, sort_key)
 
@@ -318,11 +319,13 @@ def dump(filter_chains: dict[str, list[str]], nat_chains: dict[str, list[str]], 
 
 
 def render_iptables(services: Iterable[dict], endpointslices: Iterable[dict], node: dict, config: dict | None = None,
-                    *, nfacct: bool = False, with_jumps: bool = False, random_fully: bool = False) -> str:
-    """The `iptables-save` dump of kube-proxy's chains on `node` (filter then nat, chains sorted like upstream)."""
+                    *, nfacct: bool = False, with_jumps: bool = False, random_fully: bool | None = None,
+                    release: str = RELEASE) -> str:
+    """The `iptables-save` dump of kube-proxy's chains on `node` (filter then nat, chains sorted like upstream);
+    `random_fully`: whether the node's iptables offers `--random-fully`, for releases that ask (see `release`)."""
     with paused_gc():
         filt, nat = build_tables(services, endpointslices, NodeInfo.from_node(node), ProxyConfig.from_dict(config),
-                                 nfacct, random_fully)
+                                 nfacct, masquerade_random_fully(release, random_fully))
         return dump(filt, nat, with_jumps)
 
 

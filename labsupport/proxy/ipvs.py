@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from labsupport.proxy.iptables import dump
+from labsupport.proxy.release import RELEASE, masquerade_random_fully
 from labsupport.proxy.topology import (NodeInfo, ProxyConfig, categorize, group_slices, paused_gc, service_ports,
                                        slice_endpoints, sort_key)
 
@@ -131,7 +132,7 @@ def _entry_key(entry: str) -> tuple:
 
 
 def ipvs_state(services: Iterable[dict], endpointslices: Iterable[dict], node: dict, config: dict | None = None,
-               *, nfacct: bool = False) -> IpvsState:
+               *, nfacct: bool = False, random_fully: bool | None = None, release: str = RELEASE) -> IpvsState:
     """The IPVS programming kube-proxy on `node` would do for these Services."""
     info = NodeInfo.from_node(node)
     cfg = ProxyConfig.from_dict(config)
@@ -199,11 +200,13 @@ def ipvs_state(services: Iterable[dict], endpointslices: Iterable[dict], node: d
     state.dummy_addresses = sorted(dummy, key=_ip_key)
     sets["KUBE-IPVS-IPS"] = dummy
     state.ipsets = {name: sorted(entries, key=_entry_key) for name, entries in sets.items() if entries}
-    state.filter_chains, state.nat_chains = _iptables_rules(cfg, nfacct)
+    state.filter_chains, state.nat_chains = _iptables_rules(cfg, nfacct,
+                                                            masquerade_random_fully(release, random_fully))
     return state
 
 
-def _iptables_rules(cfg: ProxyConfig, nfacct: bool) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+def _iptables_rules(cfg: ProxyConfig, nfacct: bool,
+                    random_fully: bool) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     mark = cfg.mark
     acct = " -m nfacct --nfacct-name ct_state_invalid_dropped_pkts" if nfacct else ""
     masq_src = "" if cfg.masquerade_all or not cfg.cluster_cidr else f" ! -s {cfg.cluster_cidr}"
@@ -239,7 +242,8 @@ def _iptables_rules(cfg: ProxyConfig, nfacct: bool) -> tuple[dict[str, list[str]
             'hairpin purpose" -m set --match-set KUBE-LOOP-BACK dst,dst,src -j MASQUERADE',
             f"-A KUBE-POSTROUTING -m mark ! --mark {mark}/{mark} -j RETURN",
             f"-A KUBE-POSTROUTING -j MARK --xor-mark {mark}",
-            '-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE',
+            '-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE'
+            + (" --random-fully" if random_fully else ""),
         ],
     }
     filt = {
@@ -274,10 +278,11 @@ def _iptables_rules(cfg: ProxyConfig, nfacct: bool) -> tuple[dict[str, list[str]
 
 
 def render_ipvs(services: Iterable[dict], endpointslices: Iterable[dict], node: dict, config: dict | None = None,
-                *, nfacct: bool = False) -> str:
+                *, nfacct: bool = False, random_fully: bool | None = None, release: str = RELEASE) -> str:
     """IPVS mode as text: `ipvsadm -Ln`, kube-ipvs0 addresses, `ipset list` and `iptables-save` sections."""
     with paused_gc():
-        return ipvs_state(services, endpointslices, node, config, nfacct=nfacct).text()
+        return ipvs_state(services, endpointslices, node, config, nfacct=nfacct, random_fully=random_fully,
+                          release=release).text()
 
 
 def ipvs_delta(old: IpvsState | None, new: IpvsState) -> str:

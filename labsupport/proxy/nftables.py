@@ -7,36 +7,13 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Iterable
 
-import re
-
-from labsupport.control.version import K8S_VERSION
-from labsupport.errors import LabError
+from labsupport.proxy.release import RELEASE, dnat_maps
 from labsupport.proxy.topology import (Endpoint, NodeInfo, ProxyConfig, ServicePort, categorize, group_slices,
                                        node_port_ips, paused_gc, service_ports, slice_endpoints,
                                        slice_service_key, sort_key)
 
 TABLE = "ip kube-proxy"
 NAME_MAX = 256 - 16
-#: The release whose kube-proxy the renderer writes unless told otherwise: the one the embedded cluster reports.
-RELEASE = K8S_VERSION
-#: From this minor release on, a Service chain DNATs through one `numgen … map` (an endpoint chain only with
-#: session affinity), masquerade marks are set inline and hairpin traffic is found through `@hairpin-connections`;
-#: before it every endpoint had a chain, reached through `numgen … vmap`, and marks went through
-#: `mark-for-masquerade`.
-DNAT_MAPS_SINCE = 36
-
-
-class UnknownRelease(LabError, ValueError):
-    """A kube-proxy release that is not written as `v1.N` or `1.N` (a patch number may follow)."""
-
-
-def dnat_maps(release: str) -> bool:
-    """Whether kube-proxy of `release` (e.g. "v1.37.2", "1.35") writes the DNAT-map layout."""
-    found = re.fullmatch(r"v?1\.(\d+)(?:\.\d+)?", str(release).strip())
-    if not found:
-        raise UnknownRelease(f"release {release!r} is not a Kubernetes release: write it as 'v1.37', '1.35' or "
-                             f"'v1.37.2'")
-    return int(found.group(1)) >= DNAT_MAPS_SINCE
 
 MAP_TYPES = {
     "firewall-ips": ("ipv4_addr . inet_proto . inet_service : verdict",

@@ -100,8 +100,7 @@ class KubeProxyNode:
         config = configuration(self.config_map(), self.node, self.mode, self.api.kubeconfig_path)
         nfacct = "Failed to create nfacct counter" not in self.kube_proxy.log()
         if self.mode == "iptables":
-            # iptables 1.6.2 and newer offer --random-fully, and kube-proxy uses it where offered
-            return render_iptables(services, slices, node, config, nfacct=nfacct, with_jumps=True, random_fully=True)
+            return render_iptables(services, slices, node, config, nfacct=nfacct, with_jumps=True)
         return render(self.mode, services, slices, node, config, service_cidrs=cidrs, nfacct=nfacct)
 
     def expected(self) -> str:

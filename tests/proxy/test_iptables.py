@@ -9,7 +9,7 @@ from labsupport.proxy import render
 from labsupport.proxy.iptables import chain_name, count_rules, endpoint_chain_name, probability
 from labsupport.proxy.topology import ServicePort
 
-from .fixtures import (GOLDEN_CONFIG, endpoint, endpointslice, many_services, node, port, scenario, service,
+from .fixtures import (GOLDEN_CONFIG, GOLDEN_RELEASE, endpoint, endpointslice, many_services, node, port, scenario, service,
                        two_services)
 
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens"
@@ -41,8 +41,11 @@ def test_probabilities_printed_like_upstream():
 def test_reproduces_upstream_golden():
     services, slices = two_services()
     text = render("iptables", services, slices, node(), GOLDEN_CONFIG, service_cidrs=("172.30.0.0/16",),
-                  nfacct=True)
+                  nfacct=True, release=GOLDEN_RELEASE)
     assert text.splitlines() == golden_lines("iptables-two-services.txt")
+    current = render("iptables", services, slices, node(), GOLDEN_CONFIG, nfacct=True)
+    assert ('-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE '
+            '--random-fully') in current.splitlines()
 
 
 def test_endpoints_sorted_by_string_with_probabilities():

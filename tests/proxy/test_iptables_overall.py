@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from labsupport.proxy import render
 
-from .fixtures import endpoint, endpointslice, node, port, service
+from .fixtures import GOLDEN_RELEASE, endpoint, endpointslice, node, port, service
 
 P80 = [{"name": "p80", "port": 80, "protocol": "TCP"}]
 
@@ -140,5 +140,6 @@ def overall_objects() -> tuple[list[dict], list[dict]]:
 
 def test_overall_rules_match_upstream():
     services, slices = overall_objects()
-    text = render("iptables", services, slices, node("test-node"), {"clusterCIDR": "10.0.0.0/8"}, nfacct=True)
+    text = render("iptables", services, slices, node("test-node"), {"clusterCIDR": "10.0.0.0/8"}, nfacct=True,
+                  release=GOLDEN_RELEASE)
     assert text.splitlines() == EXPECTED.splitlines()

@@ -6,17 +6,15 @@ import time
 import pytest
 
 from labsupport.proxy import render
-from labsupport.proxy.nftables import (NftablesSyncer, UnknownRelease, dnat_maps, endpoint_chain_base,
-                                       port_chain_base)
+from labsupport.proxy.nftables import NftablesSyncer, endpoint_chain_base, port_chain_base
+from labsupport.proxy.release import UnknownRelease, dnat_maps
 from labsupport.proxy.topology import Endpoint, ServicePort
 
-from .fixtures import GOLDEN_CONFIG, endpoint, endpointslice, many_services, node, scenario, two_services
+from .fixtures import GOLDEN_CONFIG, GOLDEN_RELEASE, endpoint, endpointslice, many_services, node, scenario, two_services
 from .test_iptables import golden_lines
 
 SVC1 = ServicePort("ns1", "svc1", "p80", "tcp", 80, "172.30.0.41")
 CIDRS = ("172.30.0.0/16",)
-#: The goldens in tests/goldens are of kube-proxy v1.35, the last release with a chain per endpoint.
-GOLDEN_RELEASE = "v1.35"
 
 
 def test_chain_names_match_upstream_examples():
