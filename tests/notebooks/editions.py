@@ -55,3 +55,21 @@ def require_edition(edition: Edition) -> None:
     """Skip (or, under CI, fail) when an edition's folder has no lesson yet."""
     present = edition.folder.is_dir() and any(edition.folder.glob(LESSON_GLOB))
     require([] if present else [f"lessons in {edition.folder.relative_to(ROOT)}/"], f"{edition.language} edition")
+
+
+def errors_on_netns(path: pathlib.Path, tmp_path: pathlib.Path) -> list[tuple[str, str, str]]:
+    """Run a lesson top to bottom on the netns backend (the environment chooses it and its options); return each
+    failed cell's start, error name and message. Whatever the lesson left in the kernel is cleaned up."""
+    import nbformat
+    from nbclient import NotebookClient
+    from labsupport.testing import require_kernel
+    require_kernel("nft", "iptables-restore", "conntrack", "curl", "nslookup")
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(tmp_path)}})
+    try:
+        client.execute()
+    finally:
+        from labsupport.netns.machine import clean
+        clean()
+    return [(c.source[:200], o.get("ename", ""), o.get("evalue", ""))
+            for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]

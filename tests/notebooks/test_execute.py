@@ -8,7 +8,8 @@ import nbformat
 import pytest
 
 from tests.notebooks import after_run_all
-from tests.notebooks.editions import EDITIONS, ENGLISH, lesson_params, lessons, require_edition, require_lesson
+from tests.notebooks.editions import (EDITIONS, ENGLISH, errors_on_netns, lesson_params, lessons, require_edition,
+                                     require_lesson)
 
 LESSONS = lessons(ENGLISH)
 SECTIONS = ENGLISH.sections
@@ -90,17 +91,7 @@ def test_executes_on_sim(edition, path, tmp_path, monkeypatch):
 @pytest.mark.parametrize("edition,path", EVERY_LESSON)
 def test_executes_on_netns(edition, path, tmp_path, monkeypatch):
     """The same lessons on the real Linux data plane (root and the netfilter tools needed; required in CI)."""
-    from nbclient import NotebookClient
-    from labsupport.testing import require_kernel
     require_lesson(path)
-    require_kernel("nft", "iptables-restore", "conntrack", "curl", "nslookup")
     monkeypatch.setenv("LABSUPPORT_BACKEND", "netns")
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(tmp_path)}})
-    try:
-        client.execute()
-    finally:
-        from labsupport.netns.machine import clean
-        clean()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
-    assert not errors
+    errors = errors_on_netns(path, tmp_path)
+    assert not errors, f"{path.name} on netns: {errors}"
