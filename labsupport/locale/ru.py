@@ -376,4 +376,37 @@ MESSAGES: dict[str, str] = {
         "{dst} → нода {node} (выбрана среди здоровых нод: {count})",
     "kube-proxy health check server answers {code}": "сервер health check kube-proxy отвечает {code}",
     "nothing listens on {ip}:{port}: connection refused": "на {ip}:{port} никто не слушает: connection refused",
+    # --- added with the Russian nbgrader course: task cards, the grader's notes, netns and kind trace hops,
+    # --- backends that cannot start
+    "the task of {assignment} has no value {name!r}; it has {names}":
+        "в задании {assignment} нет значения {name!r}; есть только {names}",
+    "default (no student id)": "по умолчанию (нет id студента)",
+    "the default task (no student id here)": "задание по умолчанию (id студента здесь нет)",
+    "<b>Your task</b> for {assignment}: {who}": "<b>Ваше задание</b> {assignment}: {who}",
+    "no variants for assignment {assignment!r}: known are {known}":
+        "для задания {assignment!r} нет вариантов: известны {known}",
+    "{name}: the kernel sent an answer the grader cannot read":
+        "{name}: ядро прислало ответ, который проверяющий не может прочитать",
+    "{name}: a set of values that cannot be in a set": "{name}: множество из значений, которые не могут быть в множестве",
+    "{name}: only classes of labsupport or the standard library travel by name":
+        "{name}: по имени передаются только классы labsupport и стандартной библиотеки",
+    "name '{name}' is not defined: run the cell that sets it before this test":
+        "имя '{name}' не определено: выполните ячейку, которая его задаёт, до этого теста",
+    "{name} holds {inner}, which the grader cannot check: answers must be plain data (numbers, strings, lists, sets, "
+    "dicts) or what the lab's verbs returned":
+        "в {name} лежит {inner}, а это проверяющий проверить не может: ответы должны быть простыми данными (числа, "
+        "строки, списки, множества, словари) или тем, что вернули команды lab",
+    "the kernel sent answers the grader cannot read": "ядро прислало ответы, которые проверяющий не может прочитать",
+    "{name} could not be read: {missing}": "{name} не удалось прочитать: {missing}",
+    "{name}: the {what} is not what the cluster returned (its name, uid, resourceVersion and content must be those "
+    "of an object the cluster served): keep what lab.get / lab.curl / lab.nslookup returned, unchanged":
+        "{name}: {what} — не то, что вернул кластер (имя, uid, resourceVersion и содержимое должны быть как у "
+        "объекта, который выдал кластер): сохраняйте то, что вернули lab.get / lab.curl / lab.nslookup, без "
+        "изменений",
+    "the notebook ran longer than {seconds} s": "ноутбук работал дольше {seconds} с",
+    "[output cut: more than {count} characters]": "[вывод обрезан: больше {count} символов]",
+    "the kernel stopped (it crashed or was killed)": "ядро остановилось (упало или было убито)",
+    "a cell ignored the interrupt after its time limit": "ячейка не остановилась по прерыванию после своего лимита времени",
+    "(not run: {why})": "(не выполнялась: {why})",
+    "the kernel did not hand over the answers": "ядро не передало ответы",
 }
