@@ -161,20 +161,19 @@ def load_answers(text: str | None, names: list[str], copy: RemoteBackend, grader
 @contextlib.contextmanager
 def environment(**values: str | None) -> Iterator[None]:
     """Environment variables set (None: unset) for the length of the block, then restored as they were."""
+    def put(settings: dict[str, str | None]) -> None:
+        for name, value in settings.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
     previous = {name: os.environ.get(name) for name in values}
     try:
-        for name, value in values.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        put(values)
         yield
     finally:
-        for name, value in previous.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        put(previous)
 
 
 def run_test(source: str, names: list[str], answers_text: str | None, copy_socket: str, grader: RemoteBackend,
