@@ -1,8 +1,9 @@
 """Конфигурация nbgrader русского курса Kubernetes Services (её читает каждая команда nbgrader в этой папке).
 
-The same configuration as the English course (`labsupport.grading.course_config`), in Russian: grading kernels
-get LABSUPPORT_LANG=ru and the grader's run of each test speaks Russian, so failure messages in the feedback are
-Russian. The course id defaults to `k8s-services-ru` (LABSUPPORT_COURSE_ID replaces it).
+Всё общее с английским курсом — ядро проверки на `sim` с seed 0, песочница и лабораторный сервер, лимиты времени,
+отзывы — в `labsupport.grading.course_config`. Здесь только язык: ядра проверки получают LABSUPPORT_LANG=ru, и
+повторный прогон тестов проверяющим идёт по-русски. Id курса — `k8s-services-ru`, если не задан
+LABSUPPORT_COURSE_ID (README.md в этой папке).
 """
 import os
 
