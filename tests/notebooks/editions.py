@@ -34,34 +34,6 @@ ENGLISH = Edition("en", NOTEBOOKS, ("**Goals**", "## Try it", "## Self-check", "
 RUSSIAN = Edition("ru", NOTEBOOKS / "ru", ("**Цели**", "## Попробуйте", "## Самопроверка", "## Итоги", "## Дальше"))
 EDITIONS = (ENGLISH, RUSSIAN)
 LESSON_GLOB = "[0-9][0-9]-*.ipynb"
-
-
-def lessons(edition: Edition) -> list[pathlib.Path]:
-    """The edition's lessons: the English ones found, the Russian twin of each English one (found or not)."""
-    english = sorted(NOTEBOOKS.glob(LESSON_GLOB))
-    if edition is ENGLISH:
-        return english
-    return sorted({edition.folder / p.name for p in english} | set(edition.folder.glob(LESSON_GLOB)))
-
-
-def lesson_params(*editions: Edition) -> list:
-    """pytest parameters (edition, path) for every lesson of `editions`; English ids stay the lesson's stem."""
-    return [pytest.param(e, path, id=path.stem if e is ENGLISH else f"{e.language}-{path.stem}")
-            for e in editions for path in lessons(e)]
-
-
-def require_lesson(path: pathlib.Path) -> None:
-    """Skip (or, under CI, fail) when a lesson of an edition is not there yet."""
-    require([] if path.exists() else [f"{path.relative_to(ROOT)} (the Russian edition lands in notebooks/ru/)"],
-            "Russian edition")
-
-
-def require_edition(edition: Edition) -> None:
-    """Skip (or, under CI, fail) when an edition's folder has no lesson yet."""
-    present = edition.folder.is_dir() and any(edition.folder.glob(LESSON_GLOB))
-    require([] if present else [f"lessons in {edition.folder.relative_to(ROOT)}/"], f"{edition.language} edition")
-
-
 #: The one line a Russian lesson adds: its first code cell chooses the language of what labsupport prints.
 LANGUAGE_LINE = "%env LABSUPPORT_LANG=ru"
 CYRILLIC = re.compile(r"[А-Яа-яЁё]")
@@ -95,3 +67,29 @@ def is_russian(markdown: str) -> bool:
     if cyrillic + latin < 40:
         return cyrillic > 0 or latin == 0 or not re.search(r"\b(the|and|is|of|to)\b", words, re.I)
     return cyrillic >= 0.5 * (cyrillic + latin)
+
+
+def lessons(edition: Edition) -> list[pathlib.Path]:
+    """The edition's lessons: the English ones found, the Russian twin of each English one (found or not)."""
+    english = sorted(NOTEBOOKS.glob(LESSON_GLOB))
+    if edition is ENGLISH:
+        return english
+    return sorted({edition.folder / p.name for p in english} | set(edition.folder.glob(LESSON_GLOB)))
+
+
+def lesson_params(*editions: Edition) -> list:
+    """pytest parameters (edition, path) for every lesson of `editions`; English ids stay the lesson's stem."""
+    return [pytest.param(e, path, id=path.stem if e is ENGLISH else f"{e.language}-{path.stem}")
+            for e in editions for path in lessons(e)]
+
+
+def require_lesson(path: pathlib.Path) -> None:
+    """Skip (or, under CI, fail) when a lesson of an edition is not there yet."""
+    require([] if path.exists() else [f"{path.relative_to(ROOT)} (the Russian edition lands in notebooks/ru/)"],
+            "Russian edition")
+
+
+def require_edition(edition: Edition) -> None:
+    """Skip (or, under CI, fail) when an edition's folder has no lesson yet."""
+    present = edition.folder.is_dir() and any(edition.folder.glob(LESSON_GLOB))
+    require([] if present else [f"lessons in {edition.folder.relative_to(ROOT)}/"], f"{edition.language} edition")
