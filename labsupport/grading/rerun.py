@@ -13,9 +13,11 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from labsupport.errors import LabError
+from labsupport.i18n import VARIABLE as LANGUAGE_ENV
+from labsupport.i18n import tr
 from labsupport.remote import SOCKET_ENV, wire
 from labsupport.remote.client import RemoteBackend, RemoteConnection
 
@@ -77,7 +79,7 @@ def from_plain(value: Any, backend: RemoteBackend, name: str) -> Any:
     if not isinstance(value, dict):
         return value
     if len(value) != 1:
-        raise AnswerError(f"{name}: the kernel sent an answer the grader cannot read")
+        raise AnswerError(tr("{name}: the kernel sent an answer the grader cannot read", name=name))
     (tag, inner), = value.items()
     if tag == "__dict__" and isinstance(inner, dict):
         return {k: from_plain(v, backend, name) for k, v in inner.items()}
@@ -87,7 +89,7 @@ def from_plain(value: Any, backend: RemoteBackend, name: str) -> Any:
         try:
             return set(from_plain(v, backend, name) for v in inner)
         except TypeError as e:
-            raise AnswerError(f"{name}: a set of values that cannot be in a set") from e
+            raise AnswerError(tr("{name}: a set of values that cannot be in a set", name=name)) from e
     if tag == "__float__" and inner in ("nan", "inf", "-inf"):
         return float(inner)
     if tag == "__record__":
@@ -102,13 +104,15 @@ def from_plain(value: Any, backend: RemoteBackend, name: str) -> Any:
             target = getattr(target, part, None)
         if isinstance(target, type):
             return target
-        raise AnswerError(f"{name}: only classes of labsupport or the standard library travel by name")
+        raise AnswerError(tr("{name}: only classes of labsupport or the standard library travel by name",
+                              name=name))
     if tag == "__missing__":
-        raise AnswerError(f"name '{name}' is not defined: run the cell that sets it before this test")
+        raise AnswerError(tr("name '{name}' is not defined: run the cell that sets it before this test", name=name))
     if tag == "__unsupported__":
-        raise AnswerError(f"{name} holds {inner}, which the grader cannot check: answers must be plain data "
-                          "(numbers, strings, lists, sets, dicts) or what the lab's verbs returned")
-    raise AnswerError(f"{name}: the kernel sent an answer the grader cannot read")
+        raise AnswerError(tr("{name} holds {inner}, which the grader cannot check: answers must be plain data "
+                             "(numbers, strings, lists, sets, dicts) or what the lab's verbs returned",
+                             name=name, inner=inner))
+    raise AnswerError(tr("{name}: the kernel sent an answer the grader cannot read", name=name))
 
 
 def is_api_object(value: Any) -> bool:
@@ -125,9 +129,10 @@ def check_served(name: str, value: Any, grader: RemoteBackend) -> None:
             meta = value.get("metadata") if isinstance(value, dict) else None
             what = (f'{value.get("kind", "object")} "{meta.get("name", "") if isinstance(meta, dict) else ""}"'
                     if isinstance(value, dict) else type(value).__name__)
-            raise AnswerError(f"{name}: the {what} is not what the cluster returned (its name, uid, "
-                              "resourceVersion and content must be those of an object the cluster served): "
-                              "keep what lab.get / lab.curl / lab.nslookup returned, unchanged")
+            raise AnswerError(tr("{name}: the {what} is not what the cluster returned (its name, uid, "
+                                 "resourceVersion and content must be those of an object the cluster served): "
+                                 "keep what lab.get / lab.curl / lab.nslookup returned, unchanged",
+                                 name=name, what=what))
         return
     if isinstance(value, dict):
         for v in value.values():
@@ -143,7 +148,7 @@ def load_answers(text: str | None, names: list[str], copy: RemoteBackend, grader
         return {}
     data = json.loads(text)
     if not isinstance(data, dict):
-        raise AnswerError("the kernel sent answers the grader cannot read")
+        raise AnswerError(tr("the kernel sent answers the grader cannot read"))
     out = {}
     for name in names:
         if name in data:
@@ -153,43 +158,58 @@ def load_answers(text: str | None, names: list[str], copy: RemoteBackend, grader
     return out
 
 
+@contextlib.contextmanager
+def environment(**values: str | None) -> Iterator[None]:
+    """Environment variables set (None: unset) for the length of the block, then restored as they were."""
+    def put(settings: dict[str, str | None]) -> None:
+        for name, value in settings.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    previous = {name: os.environ.get(name) for name in values}
+    try:
+        put(values)
+        yield
+    finally:
+        put(previous)
+
+
 def run_test(source: str, names: list[str], answers_text: str | None, copy_socket: str, grader: RemoteBackend,
-             *, seed: int = 0, proxy_mode: str = "iptables", missing: str = "", task: Any = None) -> Outcome:
-    """Run a test cell's source in this process against a copy of the cluster; the outcome decides its score."""
+             *, seed: int = 0, proxy_mode: str = "iptables", missing: str = "", task: Any = None,
+             language: str | None = None) -> Outcome:
+    """Run a test cell's source in this process against a copy of the cluster; the outcome decides its score.
+    `language` (LABSUPPORT_LANG while it runs; None: the grader's own) is the language of its messages."""
     from labsupport.lab import Lab
     out = io.StringIO()
     outcome = Outcome()
-    previous = os.environ.get(SOCKET_ENV)
-    os.environ[SOCKET_ENV] = copy_socket
     lab = None
-    try:
-        lab = Lab(backend="sim", seed=seed, proxy_mode=proxy_mode)
-        checks = importlib.import_module("labsupport.checks")
-        namespace: dict[str, Any] = {"__name__": "__graded__", "__builtins__": builtins, "lab": lab,
-                                     "checks": checks}
-        if task is not None:
-            namespace["task"] = task
-        namespace.update(load_answers(answers_text, names, lab.backend, grader))
-        for name in names:
-            if name not in namespace and missing:
-                raise AnswerError(f"{name} could not be read: {missing}")
-        code = compile(source, "<test>", "exec")
-        with contextlib.redirect_stdout(out):
-            exec(code, namespace)
-    except (Exception, SystemExit) as e:      # the test failed: its error is the cell's verdict
-        outcome.ename = type(e).__name__
-        outcome.evalue = str(e)
-        outcome.traceback = [line.rstrip("\n") for line in traceback.format_exception_only(type(e), e)]
-    finally:
-        if lab is not None:
-            lab.close()
-        if previous is None:
-            os.environ.pop(SOCKET_ENV, None)
-        else:
-            os.environ[SOCKET_ENV] = previous
+    with environment(**{SOCKET_ENV: copy_socket, LANGUAGE_ENV: language or os.environ.get(LANGUAGE_ENV)}):
+        try:
+            lab = Lab(backend="sim", seed=seed, proxy_mode=proxy_mode)
+            checks = importlib.import_module("labsupport.checks")
+            namespace: dict[str, Any] = {"__name__": "__graded__", "__builtins__": builtins, "lab": lab,
+                                         "checks": checks}
+            if task is not None:
+                namespace["task"] = task
+            namespace.update(load_answers(answers_text, names, lab.backend, grader))
+            for name in names:
+                if name not in namespace and missing:
+                    raise AnswerError(tr("{name} could not be read: {missing}", name=name, missing=missing))
+            code = compile(source, "<test>", "exec")
+            with contextlib.redirect_stdout(out):
+                exec(code, namespace)
+        except (Exception, SystemExit) as e:      # the test failed: its error is the cell's verdict
+            outcome.ename = type(e).__name__
+            outcome.evalue = str(e)
+            outcome.traceback = [line.rstrip("\n") for line in traceback.format_exception_only(type(e), e)]
+        finally:
+            if lab is not None:
+                lab.close()
     outcome.stdout = out.getvalue()
     return outcome
 
 
 __all__ = ["AnswerError", "Outcome", "free_names", "from_plain", "check_served", "load_answers", "run_test",
-           "PROVIDED"]
+           "PROVIDED", "environment"]

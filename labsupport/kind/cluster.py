@@ -82,8 +82,8 @@ class KindCluster:
 
     def _fail(self, what: str, result: CommandResult) -> BackendUnavailable:
         tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
-        return BackendUnavailable(f"{what} failed (exit code {result.returncode}):\n{tail}\n"
-                                  f"Run `labsupport doctor`, and `labsupport down` to start over.")
+        return BackendUnavailable(tr("{what} failed (exit code {code}):\n{tail}\nRun `labsupport doctor`, and "
+                                     "`labsupport down` to start over.", what=what, code=result.returncode, tail=tail))
 
     def create(self) -> None:
         """`kind create cluster` from the generated config, its output streamed into a progress display."""
@@ -115,8 +115,8 @@ class KindCluster:
             self.write_kubeconfig()
             return False
         if not create:
-            raise BackendUnavailable(f"there is no kind cluster named {self.name}; create it with "
-                                     f"Lab(backend=\"kind\") (create=True)")
+            raise BackendUnavailable(tr('there is no kind cluster named {name}; create it with Lab(backend="kind") '
+                                        "(create=True)", name=self.name))
         self.create()
         return True
 
@@ -207,8 +207,9 @@ class KindBackend(KubeBackend):
         if preflight:
             found = problems(proxy_mode, runner)
             if found:
-                raise BackendUnavailable("the kind backend cannot run here:\n  - " + "\n  - ".join(found) +
-                                         "\n(`labsupport doctor` checks again; the sim backend needs nothing)")
+                raise BackendUnavailable(tr("the kind backend cannot run here:\n  - {problems}\n(`labsupport doctor` "
+                                            "checks again; the sim backend needs nothing)",
+                                            problems="\n  - ".join(found)))
         self.kind_cluster = KindCluster(name, proxy_mode, runner, workers=workers, image=image,
                                         node_ports=node_ports, progress=progress)
         created = self.kind_cluster.ensure(create=create)
@@ -233,7 +234,7 @@ class KindBackend(KubeBackend):
         if node is None:
             workers = [n for n in names if not n.endswith("-control-plane")]
             if not (workers or names):
-                raise BackendUnavailable(f"kind cluster {self.kind_cluster.name} has no nodes running")
+                raise BackendUnavailable(tr("kind cluster {name} has no nodes running", name=self.kind_cluster.name))
             return (workers or names)[0]
         node = node[5:] if node.startswith("node/") else node
         if names and node not in names:
@@ -260,8 +261,8 @@ class KindBackend(KubeBackend):
     def _exec_ok(self, node: str, argv: list[str]) -> str:
         result = self._node_run(node, argv)
         if not result.ok:
-            raise BackendUnavailable(f"`{' '.join(argv)}` on node {node} failed: "
-                                     f"{(result.stderr or result.stdout).strip()[:300]}")
+            raise BackendUnavailable(tr("`{command}` on node {node} failed: {output}", command=" ".join(argv),
+                                        node=node, output=(result.stderr or result.stdout).strip()[:300]))
         return result.stdout
 
     def proxy_rules(self, node: str | None) -> str:
@@ -289,7 +290,8 @@ class KindBackend(KubeBackend):
         name = self._node_name(node)
         result = self._node_run(name, ["conntrack", "-L"])
         if result.returncode not in (0, 1):
-            raise BackendUnavailable(f"conntrack -L on node {name} failed: {result.stderr.strip()[:300]}")
+            raise BackendUnavailable(tr("`{command}` on node {node} failed: {output}", command="conntrack -L",
+                                        node=name, output=result.stderr.strip()[:300]))
         return tool_output.conntrack_lines(result.stdout)
 
     def node_routes(self, node: str | None = None) -> list[str]:
@@ -357,12 +359,12 @@ class KindBackend(KubeBackend):
         elif kind == "node":
             node = self._node_name(rest)
             done = self.kind_cluster.node_exec(node, argv)
-            where = f"node {node}"
+            where = tr("node {node}", node=node)
         elif kind == "pod":
             ns, name = self._pod_ref(source)
             run = self.exec(name, argv, ns, None)
             done = CommandResult(argv, run.code, run.stdout, run.stderr)
-            where = f"pod {ns}/{name}"
+            where = tr("pod {pod}", pod=f"{ns}/{name}")
         else:
             raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
                              "\"pod/<namespace>/<name>\"")
@@ -432,9 +434,10 @@ class KindBackend(KubeBackend):
             moved = [CounterHit(c.table, c.chain, c.rule, parse._rule_target(c.rule) or "",
                                 c.packets - before.get((c.table, c.chain, c.rule), 0))
                      for c in after if c.packets > before.get((c.table, c.chain, c.rule), 0)]
-            note = (f"netfilter on {node} ({mode}): {len(moved)} kube-proxy rule(s) counted this request"
-                    + ("" if mode != "nftables" else " (kube-proxy's nftables rules carry no counters; the "
-                       "conntrack entry below shows the DNAT)"))
+            note = (tr("netfilter on {node} ({mode}): {count} kube-proxy rule(s) counted this request", node=node,
+                       mode=mode, count=len(moved))
+                    + ("" if mode != "nftables" else tr(" (kube-proxy's nftables rules carry no counters; the "
+                                                        "conntrack entry below shows the DNAT)")))
             rewrites = []
             if out is not None:
                 _, record = self._connection_entry(out, url, source)

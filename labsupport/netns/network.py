@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from labsupport.errors import BackendUnavailable, BadRequest, NotFound
+from labsupport.i18n import tr
 from labsupport.netns.client import KernelKeepAlive, read_http_response
 from labsupport.netns.namespaces import KernelError, replace_route, route_via, run_in
 from labsupport.netns.pods import PodServers
@@ -147,9 +148,10 @@ class KernelNetwork:
         self.pods.refresh_dns()
         bad = self.rules.unsupported()
         if bad:
-            raise BackendUnavailable(f"kube-proxy on {', '.join(sorted(bad))} runs in {sorted(set(bad.values()))[0]} "
-                                     "mode, which this kernel cannot load (IPVS is not compiled in); switch back "
-                                     "with lab.set_proxy_mode(\"nftables\") or use the sim backend")
+            raise BackendUnavailable(tr("kube-proxy on {nodes} runs in {mode} mode, which this kernel cannot load "
+                                        "(IPVS is not compiled in); switch back with "
+                                        "lab.set_proxy_mode(\"nftables\") or use the sim backend",
+                                        nodes=", ".join(sorted(bad)), mode=sorted(set(bad.values()))[0]))
 
     def new_tag(self) -> str:
         """A fresh request tag (sent as a header, stripped by the servers)."""
@@ -198,17 +200,18 @@ class KernelNetwork:
                 checked.append(f"{n['metadata']['name']}:{hc} → {code}")
                 if code == 200:
                     healthy.append(n)
-            hops.append(Hop("load balancer", "health checks (real HTTP from the client) " + ", ".join(checked)))
+            hops.append(Hop(tr("load balancer"), tr("health checks (real HTTP from the client) {checked}",
+                                                    checked=", ".join(checked))))
             candidates = healthy
         if not candidates:
             replace_route(self.topology.client_ns, f"{ip}/32", GATEWAY_IP)
-            hops.append(Hop("load balancer", f"no healthy node behind {ip}: the connection times out"))
+            hops.append(Hop(tr("load balancer"), tr("no healthy node behind {dst}: the connection times out", dst=ip)))
             return
         node = candidates[self.rng.randrange(len(candidates))]
         replace_route(self.topology.client_ns, f"{ip}/32", self.cluster.node_ip(node))
-        hops.append(Hop("load balancer", f"{ip} → node {node['metadata']['name']} (chosen among "
-                                         f"{len(candidates)} healthy node(s)); client route {ip}/32 via "
-                                         f"{self.cluster.node_ip(node)}"))
+        hops.append(Hop(tr("load balancer"), tr("{dst} → node {node} (chosen among {count} healthy node(s)); client "
+                                                "route {dst}/32 via {via}", dst=ip, node=node["metadata"]["name"],
+                                                count=len(candidates), via=self.cluster.node_ip(node))))
 
     def _health_probe(self, ip: str, port: int) -> int | None:
         sock = self.topology.socket_in(self.topology.client_ns)
@@ -250,19 +253,22 @@ class KernelNetwork:
         record = self.servers.record(tag)
         self.fill_from_record(result, record)
         result.hops.insert(0, Hop(origin.kind if origin.kind == "client" else f"{origin.kind}/{origin.node}",
-                                  f"curl {target} from {origin.ip} in network namespace {origin.ns}" +
-                                  (f" (local {local[0]}:{local[1]} → {remote[0]}:{remote[1]})"
-                                   if local and remote else "")))
+                                  tr("curl {target} from {ip} in network namespace {ns}", target=target,
+                                     ip=origin.ip, ns=origin.ns) +
+                                  (tr(" (local {local} → {remote})", local=f"{local[0]}:{local[1]}",
+                                      remote=f"{remote[0]}:{remote[1]}") if local and remote else "")))
         if trace:
             self._trace_hops(result, origin, parts, local, remote, record, before)
         if record is not None and record.where == "pod":
-            result.hops.append(Hop(record.node or "", f"delivered to pod {record.namespace}/{record.pod} at "
-                                                      f"{record.local[0]}:{record.local[1]}; the app saw "
-                                                      f"{record.peer[0]}:{record.peer[1]}"))
+            result.hops.append(Hop(record.node or "", tr("delivered to pod {pod} at {address}; the app saw {peer}",
+                                                         pod=f"{record.namespace}/{record.pod}",
+                                                         address=f"{record.local[0]}:{record.local[1]}",
+                                                         peer=f"{record.peer[0]}:{record.peer[1]}")))
         elif record is not None:
-            result.hops.append(Hop(record.node or "", f"kube-proxy health check server answers {record.status}"))
+            result.hops.append(Hop(record.node or "", tr("kube-proxy health check server answers {code}",
+                                                         code=record.status)))
         elif not result.ok:
-            result.hops.append(Hop("kernel", result.error or ""))
+            result.hops.append(Hop(tr("kernel"), result.error or ""))
         return result
 
     def fill_from_record(self, result: CurlResult, record: Answered | None) -> None:
@@ -345,17 +351,19 @@ class KernelNetwork:
             try:
                 model = trace_packet(agent.mode, agent.rules, local_ips, origin.ip, dst, int(dport))
                 hits = model.paths[0].hits if model.paths else []
-                result.hops.append(Hop(entry, f"model of {agent.mode} rules: {model.verdict}, may DNAT to "
-                                              f"{', '.join(model.endpoints) or 'nothing'}"
-                                              f"{', masqueraded' if model.masquerade else ''}"
-                                              f" (rules on the first of {len(model.paths)} explored path(s))",
+                result.hops.append(Hop(entry, tr("model of {mode} rules: {verdict}, may DNAT to {endpoints}"
+                                                 "{masquerade} (rules on the first of {count} explored path(s))",
+                                                 mode=agent.mode, verdict=model.verdict,
+                                                 endpoints=", ".join(model.endpoints) or tr("nothing"),
+                                                 masquerade=tr(", masqueraded") if model.masquerade else "",
+                                                 count=len(model.paths)),
                                        list(hits)))
             except Exception as e:      # the model may not know a construct; the kernel view still stands
-                result.hops.append(Hop(entry, f"model could not trace these rules: {e}"))
+                result.hops.append(Hop(entry, tr("model could not trace these rules: {error}", error=e)))
         if entry and self.rules.mode(entry) == "nftables":
             lookups = self._nft_lookups(entry, dst, int(dport))
-            result.hops.append(Hop(entry, "kernel: what the nftables maps hold for this packet: " +
-                                   "; ".join(lookups)))
+            result.hops.append(Hop(entry, tr("kernel: what the nftables maps hold for this packet: {lookups}",
+                                             lookups="; ".join(lookups))))
         after = self._counters() if before else {}
         nodes = sorted(self.topology.node_ns.items(), key=lambda item: item[0] != entry)
         for node_name, ns in nodes:
@@ -378,9 +386,9 @@ class KernelNetwork:
                         hits.append(Hit(table, words[1], rule, target))
             if mine or hits:
                 nat = [rw for line in mine for rw in conntrack_rewrites(line)]
-                result.hops.append(Hop(node_name, "kernel: " + (
-                    "iptables rules whose counters moved, and conntrack" if hits else "conntrack"), hits,
-                    nat + [f"conntrack: {line}" for line in mine]))
+                result.hops.append(Hop(node_name, tr("kernel: iptables rules whose counters moved, and conntrack")
+                                       if hits else tr("kernel: conntrack"), hits,
+                                       nat + [f"conntrack: {line}" for line in mine]))
 
     def _nft_lookups(self, node_name: str, dst: str, dport: int) -> list[str]:
         """`nft get element` for the packet's keys in kube-proxy's verdict maps, as the kernel holds them."""

@@ -8,6 +8,7 @@ import threading
 from typing import Any, Callable
 
 from labsupport.errors import BackendUnavailable, LabError
+from labsupport.i18n import tr
 from labsupport.kubectl import KubectlResult
 from labsupport.remote import wire
 from labsupport.results import ClusterSnapshot, CurlResult, NslookupAnswer, Trace
@@ -60,9 +61,9 @@ class RemoteBackend:
             self._sock.connect(path)
         except OSError as e:
             self._sock.close()
-            raise BackendUnavailable(f"cannot reach the lab server at {path}: {e.strerror or e}; it runs only "
-                                     "while a notebook is graded (unset LABSUPPORT_LAB_SOCKET to use a local "
-                                     "cluster)") from e
+            raise BackendUnavailable(tr("cannot reach the lab server at {path}: {error}; it runs only while a "
+                                        "notebook is graded (unset LABSUPPORT_LAB_SOCKET to use a local cluster)",
+                                        path=path, error=e.strerror or e)) from e
         self._stream = self._sock.makefile("rb")
         if hello:
             self.call("hello", seed, proxy_mode)

@@ -285,6 +285,8 @@ class LabServer:
             conn.settimeout(COPY_WAIT)
             self.serve_connection(conn, student=False)
         finally:
+            if self.backend._apiserver is not None:     # one this copy started for itself: its files go too
+                self.backend._apiserver.stop()
             os._exit(0)
 
 
@@ -316,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     sys.stdin.read()                                    # the grader holds our stdin: its end is ours
+    server.backend.close()                              # the API server kubectl used, and its files
     return 0
 
 

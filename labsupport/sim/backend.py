@@ -36,8 +36,8 @@ class EmbeddedBackend:
         real_programs = sorted(set(options) & {"kube_proxy", "dns"} - self.options_allowed)
         if real_programs:
             given = ", ".join(f"{o}={options[o]!r}" for o in real_programs)
-            raise BackendUnavailable(f"{given}: the real programs run in the node and pod namespaces of the netns "
-                                     f'backend; use Lab(backend="netns", {given})')
+            raise BackendUnavailable(tr('{given}: the real programs run in the node and pod namespaces of the netns '
+                                        'backend; use Lab(backend="netns", {given})', given=given))
         unknown = set(options) - self.options_allowed
         if unknown:
             raise BadRequest(f"unknown Lab option(s): {', '.join(sorted(unknown))}")

@@ -2,7 +2,9 @@
 
 The student is the one the grader names while autograding (LABSUPPORT_STUDENT, set by the course's kernel
 manager), else the JupyterHub user (JUPYTERHUB_USER); without either (a laptop) the task is the default one,
-with the values the lesson text was written with.
+with the values the lesson text was written with. The course id of the seed is LABSUPPORT_COURSE_ID, else
+`k8s-services`, in both editions of the course: the Russian course's own nbgrader id (`k8s-services-ru`) does not
+change the seed, so a student draws the same task in either language and needs no other setting.
 
 >>> draw("02-dns", None).values == draw("02-dns", None).values
 True
@@ -20,6 +22,7 @@ import random
 from dataclasses import dataclass
 
 from labsupport.errors import LabError
+from labsupport.i18n import tr
 from labsupport.tasks.catalog import CATALOG
 
 DEFAULT_COURSE_ID = "k8s-services"
@@ -42,24 +45,25 @@ class Task:
         values = self.__dict__.get("values", {})
         if name in values:
             return values[name]
-        raise AttributeError(f"the task of {self.__dict__.get('assignment')} has no value {name!r}; it has "
-                             f"{', '.join(sorted(values))}")
+        raise AttributeError(tr("the task of {assignment} has no value {name!r}; it has {names}",
+                                assignment=self.__dict__.get("assignment"), name=name,
+                                names=", ".join(sorted(values))))
 
     def __getitem__(self, name: str):
         return self.values[name]
 
     def __repr__(self) -> str:
-        who = self.student or "default (no student id)"
+        who = self.student or tr("default (no student id)")
         return f"Task({self.assignment}, student={who}: {json.dumps(self.values)})"
 
     def _repr_html_(self) -> str:
         """A card with the student's own values, shown as the output of the task cell."""
-        who = html.escape(self.student) if self.student else "the default task (no student id here)"
+        who = html.escape(self.student) if self.student else tr("the default task (no student id here)")
         rows = "".join(f"<tr><td><code>task.{html.escape(k)}</code></td><td><b>{html.escape(str(v))}</b></td></tr>"
                        for k, v in self.values.items())
+        head = tr("<b>Your task</b> for {assignment}: {who}", assignment=html.escape(self.assignment), who=who)
         return (f"<div class='labsupport-task' style='border:1px solid #326ce5;border-radius:6px;padding:8px 12px;"
-                f"display:inline-block'><div><b>Your task</b> for {html.escape(self.assignment)}: {who}</div>"
-                f"<table>{rows}</table></div>")
+                f"display:inline-block'><div>{head}</div><table>{rows}</table></div>")
 
 
 def current_course_id() -> str:
@@ -81,7 +85,8 @@ def seed(course: str, assignment: str, student: str) -> int:
 def draw(assignment: str, student: str | None, *, course_id: str | None = None) -> Task:
     """The task of `student` (None: the default task) for `assignment`."""
     if assignment not in CATALOG:
-        raise UnknownAssignment(f"no variants for assignment {assignment!r}: known are {', '.join(CATALOG)}")
+        raise UnknownAssignment(tr("no variants for assignment {assignment!r}: known are {known}",
+                                   assignment=assignment, known=", ".join(CATALOG)))
     space = CATALOG[assignment]
     if student is None:
         return Task(assignment, None, {name: default for name, (default, _) in space.items()})

@@ -1,8 +1,8 @@
-"""A throwaway copy of the nbgrader course, driven through nbgrader's own command line.
+"""A throwaway copy of an nbgrader course, driven through nbgrader's own command line.
 
-`Course` copies grading/ into a temporary folder, generates student versions, writes submissions (the reference
-solution, the blank release, a plausible wrong answer, a tampered test cell, a runaway loop), autogrades them in one
-batch and reads the marks back from the gradebook.
+`Course` copies a course folder (the English grading/ or the Russian grading/ru/) into a temporary folder,
+generates student versions, writes submissions (the reference solution, the blank release, a plausible wrong answer,
+a tampered test cell, a runaway loop), autogrades them in one batch and reads the marks back from the gradebook.
 """
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GRADING = ROOT / "grading"
+#: Each language's course folder.
+COURSES = {"en": GRADING, "ru": GRADING / "ru"}
 BIN = pathlib.Path(sys.executable).parent
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
@@ -64,13 +66,14 @@ class Mark:
 
 
 class Course:
-    """A temporary nbgrader course made from grading/."""
+    """A temporary nbgrader course made from a course folder (default: the English grading/)."""
 
-    def __init__(self, root: pathlib.Path, cell_timeout: int = 20):
+    def __init__(self, root: pathlib.Path, cell_timeout: int = 20, folder: pathlib.Path = GRADING):
         self.root = root
+        self.language = next((lang for lang, path in COURSES.items() if path == folder), "en")
         root.mkdir(parents=True, exist_ok=True)
-        shutil.copy(GRADING / "nbgrader_config.py", root / "nbgrader_config.py")
-        shutil.copytree(GRADING / "source", root / "source")
+        shutil.copy(folder / "nbgrader_config.py", root / "nbgrader_config.py")
+        shutil.copytree(folder / "source", root / "source")
         self.env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
                         LABSUPPORT_CELL_TIMEOUT=str(cell_timeout), LABSUPPORT_EXCHANGE=str(root / "exchange"),
                         PYTHONPATH=str(ROOT))

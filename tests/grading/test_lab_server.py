@@ -164,6 +164,20 @@ def test_answers_travel_as_plain_data_only(lab, server, tmp_path):
     grader.close()
 
 
+@pytest.mark.parametrize("language, message", [("en", "there is no Service \"nope\""),
+                                               ("ru", "нет Service \"nope\"")])
+def test_the_graders_run_speaks_the_course_language_and_leaves_the_environment(lab, server, tmp_path, monkeypatch,
+                                                                              language, message):
+    monkeypatch.setenv("LABSUPPORT_LANG", "en" if language == "ru" else "ru")
+    before = dict(os.environ)
+    grader = RemoteBackend(server[1], hello=False)
+    outcome = rerun.run_test('checks.find(lab, "svc", "nope")', [], "{}", grader.call("copy", str(tmp_path / "l.sock")),
+                             grader, language=language)
+    grader.close()
+    assert outcome.ename == "CheckFailed" and message in outcome.evalue
+    assert dict(os.environ) == before
+
+
 def test_the_client_is_a_backend(lab):
     assert isinstance(lab.backend, Backend)
 

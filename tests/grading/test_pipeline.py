@@ -1,19 +1,22 @@
-"""Every assignment through nbgrader's own pipeline: generate, submit, autograde (one batch), feedback.
+"""Every assignment of both courses (English and Russian) through nbgrader's own pipeline: generate, submit,
+autograde (one batch per course), feedback.
 
-All assignments are graded once, in one `nbgrader autograde` batch of five submissions each: the reference
-solution, the blank release, a plausible wrong answer, the blank release with a locked test cell edited to pass,
-and the solution with a cell that loops forever (placed between the others, so the batch has to go on after it).
+All assignments of a course are graded once, in one `nbgrader autograde` batch of five submissions each: the
+reference solution, the blank release, a plausible wrong answer, the blank release with a locked test cell edited to
+pass, and the solution with a cell that loops forever (placed between the others, so the batch has to go on after
+it). The Russian course's failure messages must be the Russian ones.
 """
 from __future__ import annotations
 
 import pathlib
+import re
 from dataclasses import dataclass
 
 import pytest
 
 from labsupport.grading.sandbox import problems
 from labsupport.testing import require
-from tests.grading.course import Course, cell_by_id, notebook_name, source_text
+from tests.grading.course import COURSES, Course, cell_by_id, notebook_name, source_text
 
 pytestmark = pytest.mark.slow
 
@@ -23,12 +26,18 @@ LOOP = "import time\nwhile True:\n    time.sleep(0.01)"
 
 @dataclass
 class Wrong:
-    """A plausible mistake: cell `cell` becomes `code`; test `fails` must fail with `message` in its error."""
+    """A plausible mistake: cell `cell` becomes `code`; test `fails` must fail with `message` in its error (in the
+    Russian course, `message_ru`)."""
 
     cell: str
     code: str
     fails: str
     message: str
+    message_ru: str
+
+    def expected(self, language: str) -> str:
+        """The part of the failure message the course in `language` must show."""
+        return self.message_ru if language == "ru" else self.message
 
 
 @dataclass
@@ -63,7 +72,8 @@ spec:
   ports: [{port: 80, targetPort: 80, name: http}]
 """
 lab.apply(WEB)
-lab.advance(20)''', "slice-test", "does the selector 'app=wbe' match any pod's labels?"),
+lab.advance(20)''', "slice-test", "does the selector 'app=wbe' match any pod's labels?",
+                    "совпадает ли селектор 'app=wbe' с метками хоть одного пода?"),
         tampered_test="slice-test", loop_cell="settle", still_passes=("deploy-test", "terminate-test")),
     "02-dns": Plan(
         wrong=Wrong("headless", '''
@@ -76,7 +86,8 @@ spec:
   selector: {app: db}
   ports: [{port: 5432, targetPort: 80}]
 """
-lab.apply(HEADLESS_DB)''', "headless-test", "so it is not headless: set spec.clusterIP: None"),
+lab.apply(HEADLESS_DB)''', "headless-test", "so it is not headless: set spec.clusterIP: None",
+                    "значит, он не headless: задайте spec.clusterIP: None"),
         tampered_test="nslookup-test", loop_cell="pod-dns", still_passes=("headless-test", "statefulset-test")),
     "03-nodeport-source-ip": Plan(
         wrong=Wrong("before", '''
@@ -85,11 +96,12 @@ ips = checks.node_ips(lab)
 other_node = "lab-worker2"
 vip = lab.get("svc", "echo")["spec"]["clusterIP"]
 before = lab.curl(f"http://{vip}:{node_port}/clientip", source="client")''',
-                    "before-test", "which is not a node's IP"),
+                    "before-test", "which is not a node's IP", "а это не IP ноды"),
         tampered_test="after-test", loop_cell="after", still_passes=("nodeport-test", "before-test", "local-test")),
     "04-kube-proxy-rules": Plan(
         wrong=Wrong("probabilities", "probabilities = [1 / 3] * 3\nshares = [1 / 3] * 3",
-                    "probabilities-test", "are not the probabilities in the rules"),
+                    "probabilities-test", "are not the probabilities in the rules",
+                    "не те вероятности, что в правилах"),
         tampered_test="service-chain-test", loop_cell="lookup",
         still_passes=("service-chain-test", "five-test", "nftables-test", "ipvs-test")),
     "05-troubleshooting": Plan(
@@ -111,11 +123,13 @@ spec:
         args: [netexec, --http-port=8080]
         ports: [{containerPort: 80}]
 """)
-lab.advance(30)''', "pay-test", "the targetPort does not match the port the container listens on"),
+lab.advance(30)''', "pay-test", "the targetPort does not match the port the container listens on",
+                    "targetPort не совпадает с портом, который слушает контейнер"),
         tampered_test="shop-test", loop_cell="api", still_passes=("shop-test", "cart-test", "admin-test")),
     "06-review": Plan(
         wrong=Wrong("q1-numbers", "endpoints_bytes = 1.5e6\nslice_bytes = 1.5e6 / 50",
-                    "q1-endpoints-test", "endpoints_bytes is 1.5e+06, which is not what the numbers give"),
+                    "q1-endpoints-test", "endpoints_bytes is 1.5e+06, which is not what the numbers give",
+                    "endpoints_bytes: 1.5e+06 — не то, что получается из чисел"),
         tampered_test="q3-test", loop_cell="q4-answers", still_passes=("q1-slices-test", "q3-test")),
 }
 
@@ -139,12 +153,12 @@ def submit_variants(course: Course, assignment: str) -> None:
     course.submit(assignment, "loop", loop)
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Course:
-    """One course for the module: every assignment generated, five submissions each, autograded in one batch
-    (`nbgrader autograde "*"`), feedback generated. Autograding runs sandboxed, so it needs bubblewrap."""
+@pytest.fixture(scope="module", params=sorted(COURSES))
+def course(request, tmp_path_factory) -> Course:
+    """One course per language for the module: every assignment generated, five submissions each, autograded in one
+    batch (`nbgrader autograde "*"`), feedback generated. Autograding runs sandboxed, so it needs bubblewrap."""
     require(problems(), "sandboxed grading")
-    course = Course(tmp_path_factory.mktemp("course"))
+    course = Course(tmp_path_factory.mktemp(f"course-{request.param}"), folder=COURSES[request.param])
     course.nbgrader("generate_assignment", "*", "--force")
     for assignment in PLANS:
         submit_variants(course, assignment)
@@ -200,7 +214,7 @@ def test_wrong_answer_fails_its_test_with_a_teaching_message(course, assignment)
     wrong = PLANS[assignment].wrong
     marks = course.marks(assignment, "wrong")
     assert marks[wrong.fails].auto == 0
-    assert wrong.message in course.errors(assignment, "wrong", wrong.fails)
+    assert wrong.expected(course.language) in course.errors(assignment, "wrong", wrong.fails)
     score, maximum = course.auto_total(assignment, "wrong")
     assert 0 <= score < maximum
 
@@ -242,7 +256,7 @@ def test_feedback_shows_the_result_and_the_cluster_picture(course, assignment):
     assert "application/vnd.jupyter.widget-view+json" not in html
     wrong = PLANS[assignment].wrong
     feedback = course.feedback(assignment, "wrong")
-    assert wrong.message.split("'")[0][:30] in feedback
+    assert wrong.expected(course.language).split("'")[0][:30] in feedback
     assert "HIDDEN TESTS" not in feedback and "HIDDEN TESTS" not in html
 
 
@@ -253,3 +267,21 @@ def test_autograde_ignores_the_graders_backend_setting(course):
     nb = course.autograded(assignment, "solution")
     shown = " ".join(str(o.get("data", {}).get("text/plain", "")) for o in cell_by_id(nb, "setup")["outputs"])
     assert "backend='sim'" in shown and "proxy_mode='iptables'" in shown and "seed=0" in shown
+
+
+#: What the autograded notebook shows in each course's language: the task card's head, a passed test's line.
+SPOKEN = {"en": ("Your task", "checks passed"), "ru": ("Ваше задание", "проверки пройдены")}
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_graded_notebook_speaks_the_course_language(course, assignment):
+    graded(course, assignment)
+    card, passed = SPOKEN[course.language]
+    nb = course.autograded(assignment, "solution")
+    shown = " ".join(str(o.get("data", {}).get("text/html", "")) for o in cell_by_id(nb, "task")["outputs"])
+    assert card in shown
+    first_test = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")
+                      and c["cell_type"] == "code")
+    assert passed in " ".join(str(o.get("text", "")) for o in first_test["outputs"])
+    blank = course.errors(assignment, "blank", first_test["metadata"]["nbgrader"]["grade_id"])
+    assert blank and bool(re.search("[А-Яа-я]", blank)) == (course.language == "ru"), blank

@@ -146,6 +146,14 @@ def test_trace_shows_kernel_and_model(lab):
     assert any(f"dst={ip}" in line for line in table)
 
 
+def test_trace_hops_speak_russian(lab, monkeypatch):
+    monkeypatch.setenv("LABSUPPORT_LANG", "ru")
+    ip = lab.get("svc", "web")["spec"]["clusterIP"]
+    text = lab.trace(f"http://{ip}/", source="node/lab-worker2").text()
+    assert "в сетевом namespace" in text and "модель правил" in text and "доставлено в под" in text
+    assert "conntrack:" in text and f"dst={ip}" in text      # what the kernel's tools print stays as it is
+
+
 def test_keep_alive_breaks_when_its_pod_goes(lab):
     ip = lab.get("svc", "echo")["spec"]["clusterIP"]
     conn = lab.connect(f"http://{ip}/hostname", source="node/lab-worker")

@@ -1,11 +1,16 @@
-"""The two editions of the series, English (`notebooks/`) and Russian (`notebooks/ru/`), as test parameters.
+"""The two editions of the series, English (`notebooks/`) and Russian (`notebooks/ru/`), as test parameters, and
+what makes a Russian notebook the twin of an English one (the same code once strings and comments are set aside,
+Russian prose); the Russian nbgrader course (`grading/ru/`) is held to the same.
 
 A Russian lesson is expected for every English one, under the same file name. Until `notebooks/ru/` holds it, its
 tests skip with the reason; under CI (the lessons are there before CI runs) they fail instead.
 """
 from __future__ import annotations
 
+import io
 import pathlib
+import re
+import tokenize
 from dataclasses import dataclass
 
 import pytest
@@ -29,6 +34,39 @@ ENGLISH = Edition("en", NOTEBOOKS, ("**Goals**", "## Try it", "## Self-check", "
 RUSSIAN = Edition("ru", NOTEBOOKS / "ru", ("**Цели**", "## Попробуйте", "## Самопроверка", "## Итоги", "## Дальше"))
 EDITIONS = (ENGLISH, RUSSIAN)
 LESSON_GLOB = "[0-9][0-9]-*.ipynb"
+#: The one line a Russian lesson adds: its first code cell chooses the language of what labsupport prints.
+LANGUAGE_LINE = "%env LABSUPPORT_LANG=ru"
+CYRILLIC = re.compile(r"[А-Яа-яЁё]")
+LATIN = re.compile(r"[A-Za-z]")
+
+
+def code_shape(source: str) -> list[str]:
+    """The code's tokens with every string literal and comment set aside (and the language line dropped)."""
+    lines = [line for line in source.splitlines() if line.strip() != LANGUAGE_LINE]
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline):
+        if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                        tokenize.ENDMARKER):
+            continue
+        out.append("<str>" if tok.type == tokenize.STRING else tok.string)
+    return out
+
+
+def prose(markdown: str) -> str:
+    """A markdown cell's words: without fenced code, inline code, links' targets, HTML tags and tables' pipes."""
+    text = re.sub(r"```.*?```", " ", markdown, flags=re.S)
+    text = re.sub(r"`[^`]*`", " ", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    return re.sub(r"<[^>]+>", " ", text)
+
+
+def is_russian(markdown: str) -> bool:
+    """Whether a cell's prose is Russian: most of its letters outside code are Cyrillic (terms stay English)."""
+    words = prose(markdown)
+    cyrillic, latin = len(CYRILLIC.findall(words)), len(LATIN.findall(words))
+    if cyrillic + latin < 40:
+        return cyrillic > 0 or latin == 0 or not re.search(r"\b(the|and|is|of|to)\b", words, re.I)
+    return cyrillic >= 0.5 * (cyrillic + latin)
 
 
 def lessons(edition: Edition) -> list[pathlib.Path]:

@@ -2,53 +2,17 @@
 strings and comments are set aside, and Russian text; it is stored clean and runs like the English one."""
 from __future__ import annotations
 
-import io
 import pathlib
-import re
-import tokenize
 
 import nbformat
 import pytest
 
 from tests.notebooks import editions
-from tests.notebooks.editions import require_edition, require_lesson
+from tests.notebooks.editions import LANGUAGE_LINE, code_shape, is_russian, require_edition, require_lesson
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[2] / "notebooks"
 RUSSIAN = NOTEBOOKS / "ru"
 LESSONS = sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))
-#: The one line a Russian lesson adds: its first code cell chooses the language of what labsupport prints.
-LANGUAGE_LINE = "%env LABSUPPORT_LANG=ru"
-CYRILLIC = re.compile(r"[А-Яа-яЁё]")
-LATIN = re.compile(r"[A-Za-z]")
-
-
-def code_shape(source: str) -> list[str]:
-    """The code's tokens with every string literal and comment set aside (and the language line dropped)."""
-    lines = [line for line in source.splitlines() if line.strip() != LANGUAGE_LINE]
-    out = []
-    for tok in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline):
-        if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                        tokenize.ENDMARKER):
-            continue
-        out.append("<str>" if tok.type == tokenize.STRING else tok.string)
-    return out
-
-
-def prose(markdown: str) -> str:
-    """A markdown cell's words: without fenced code, inline code, links' targets, HTML tags and tables' pipes."""
-    text = re.sub(r"```.*?```", " ", markdown, flags=re.S)
-    text = re.sub(r"`[^`]*`", " ", text)
-    text = re.sub(r"\]\([^)]*\)", "]", text)
-    return re.sub(r"<[^>]+>", " ", text)
-
-
-def is_russian(markdown: str) -> bool:
-    """Whether a cell's prose is Russian: most of its letters outside code are Cyrillic (terms stay English)."""
-    words = prose(markdown)
-    cyrillic, latin = len(CYRILLIC.findall(words)), len(LATIN.findall(words))
-    if cyrillic + latin < 40:
-        return cyrillic > 0 or latin == 0 or not re.search(r"\b(the|and|is|of|to)\b", words, re.I)
-    return cyrillic >= 0.5 * (cyrillic + latin)
 
 
 def twin(path: pathlib.Path) -> pathlib.Path:

@@ -1,0 +1,83 @@
+"""Задание 4 по-русски (grading/assignments/a04.py): правила kube-proxy в режиме iptables, тот же Service в nftables
+и IPVS."""
+from grading.build_source import Translation
+
+#: Exercise 5 (nftables) on its own, so that a change of its English is a change of this one entry.
+NFTABLES_TEXT = {
+    "badf8550": """
+## Упражнение 5: тот же Service в режиме nftables (2 балла)
+
+Переключите kube-proxy на nftables через `lab.set_proxy_mode("nftables")` (это меняет ConfigMap `kube-proxy` и
+перезапускает поды kube-proxy, как на настоящем кластере). В новых правилах нет цепочки на каждое правило
+эндпоинта, по которой надо пройти: цепочка сервиса `service-…-default/web/tcp/http` выбирает эндпоинт одним
+правилом `numgen random mod N vmap { … }`. Запишите в `numgen_rule` эту строку из `lab.proxy_rules("lab-worker")`.""",
+}
+NFTABLES_CODE = {
+    'f"{task.scale_to} endpoints: mod {task.scale_to}"': 'f"эндпоинтов: {task.scale_to}, значит mod {task.scale_to}"',
+}
+
+TRANSLATION = Translation(
+    text={
+        "10ff33cc": "Задание 4: читаем правила kube-proxy",
+        "9d232557": """
+kube-proxy не переносит пакеты. Он следит за Service и EndpointSlices и пишет правила в ядро каждой ноды; ядро
+превращает пакет, отправленный на ClusterIP, в пакет к одному из подов. `lab.proxy_rules(node)` печатает эти
+правила ровно так, как их показывает нода: `iptables-save`, `nft list ruleset` или `ipvsadm -Ln` вместе с
+несколькими правилами iptables, которые всё ещё нужны IPVS. Здесь вы читаете их во всех трёх режимах.""",
+        "5b95083b": "Ячейка ниже запускает `web` с вашим числом реплик (`task.replicas`) за ClusterIP Service.",
+        # Exercise 1
+        "1a604685": """
+## Упражнение 1: цепочка сервиса (2 балла)
+
+Запишите в `rules` результат `lab.proxy_rules("lab-worker")` (режим iptables). В таблице `nat` в цепочке
+`KUBE-SERVICES` на каждый порт сервиса есть одно правило с комментарием `"<namespace>/<сервис>:<имя порта> cluster
+IP"`, которое переходит в цепочку `KUBE-SVC-…` этого порта. Запишите в `svc_chain` имя цепочки для
+`default/web:http`, найденное кодом, а не переписанное руками (имя — это хеш, а код вам ещё понадобится).""",
+        # Exercise 2
+        "ee67e1b7": """
+## Упражнение 2: по цепочке на эндпоинт (1 балл)
+
+Цепочка `KUBE-SVC-…` сначала помечает для маскарадинга трафик, пришедший не из сети подов, а затем содержит по
+одному правилу на эндпоинт; каждое переходит в цепочку `KUBE-SEP-…`, которая делает DNAT на свой под. Запишите в
+`sep_chains` список имён этих `KUBE-SEP-…` в порядке правил.""",
+        # Exercise 3
+        "8dbec760": """
+## Упражнение 3: вероятности (3 балла)
+
+Каждое правило эндпоинта, кроме последнего, несёт `-m statistic --mode random --probability p`. Запишите в
+`probabilities` список `p` для каждого правила по порядку, с `1.0` для последнего (у него нет statistic: всё, что
+до него дошло, под него и попадает). Затем запишите в `shares` итоговую долю новых соединений, которую получает
+каждый эндпоинт: правило видит только те соединения, которые пропустили все правила перед ним.""",
+        # Exercise 4
+        "78139bcb": """
+## Упражнение 4: масштабируем (2 балла)
+
+Отмасштабируйте `web` до вашего нового числа реплик (`task.scale_to`) и дождитесь, пока у Service будет столько
+готовых адресов. Не читая новых правил, вычислите вероятности, которые kube-proxy теперь пишет в цепочку
+(правило `i`, считая с 0, из `N`), и запишите их в `probabilities_scaled`. Затем выведите новую цепочку и
+сравните.""",
+        **NFTABLES_TEXT,
+        # Exercise 6
+        "d32d2c2c": """
+## Упражнение 6: и в режиме IPVS (3 балла)
+
+Переключитесь на IPVS (`lab.set_proxy_mode("ipvs")`). Каждый ClusterIP:port становится виртуальным сервером IPVS,
+а поды — его real servers; `ipvsadm -Ln` их перечисляет. Запишите в `real_servers` список real servers вида
+`ip:port` виртуального сервера `web`, а в `scheduler` — его планировщик (слово после адреса виртуального
+сервера).""",
+        # Exercise 7
+        "ffe3d4a4": """
+## Упражнение 7: какие режимы масштабируются? (2 балла)
+
+Запишите в `constant_lookup` множество режимов из `"iptables"`, `"nftables"` и `"ipvs"`, в которых поиск Service
+для нового соединения *не* означает обход списка правил, растущего с числом Service.""",
+    },
+    code={
+        "# your number of replicas": "# ваше число реплик",
+        '"one share per endpoint"': '"по одной доле на эндпоинт"',
+        **NFTABLES_CODE,
+        '"scheduler should be a string such as the one ipvsadm prints"':
+            '"в scheduler должна быть строка, как её печатает ipvsadm"',
+        '"answer with a set of mode names"': '"ответьте множеством имён режимов"',
+    },
+)
