@@ -4,13 +4,14 @@ from grading.build_source import Translation
 
 #: Exercise 5 (nftables) on its own, so that a change of its English is a change of this one entry.
 NFTABLES_TEXT = {
-    "badf8550": """
+    "93f75679": """
 ## Упражнение 5: тот же Service в режиме nftables (2 балла)
 
 Переключите kube-proxy на nftables через `lab.set_proxy_mode("nftables")` (это меняет ConfigMap `kube-proxy` и
-перезапускает поды kube-proxy, как на настоящем кластере). В новых правилах нет цепочки на каждое правило
-эндпоинта, по которой надо пройти: цепочка сервиса `service-…-default/web/tcp/http` выбирает эндпоинт одним
-правилом `numgen random mod N vmap { … }`. Запишите в `numgen_rule` эту строку из `lab.proxy_rules("lab-worker")`.""",
+перезапускает поды kube-proxy, как на настоящем кластере). В новых правилах нет цепочки вероятностей, по которой
+надо пройти: цепочка сервиса `service-…-default/web/tcp/http` одним правилом делает DNAT на случайный эндпоинт,
+`meta l4proto tcp dnat ip addr . port to numgen random mod N map { … }`. Запишите в `numgen_rule` эту строку из
+`lab.proxy_rules("lab-worker")`.""",
 }
 NFTABLES_CODE = {
     'f"{task.scale_to} endpoints: mod {task.scale_to}"': 'f"эндпоинтов: {task.scale_to}, значит mod {task.scale_to}"',
