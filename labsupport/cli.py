@@ -18,7 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     doctor = sub.add_parser("doctor", help="which backends can run on this machine, and why not")
     doctor.set_defaults(func=_doctor)
-    clean = sub.add_parser("clean", help="remove every namespace, link and cluster this project left behind")
+    clean = sub.add_parser("clean", help="remove every namespace, link, cluster and upstream program this project "
+                                          "left behind")
     clean.set_defaults(func=_clean)
     _register_cluster_commands(sub)
     from labsupport.classroom.cli import register as register_classroom

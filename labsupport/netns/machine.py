@@ -8,6 +8,7 @@ import shutil
 from labsupport.errors import BackendUnavailable
 from labsupport.i18n import tr
 from labsupport.netns.namespaces import clean as clean_namespaces
+from labsupport.upstream.process import stop_orphans
 
 TOOLS = ("ip", "nft", "iptables-restore", "iptables-save", "conntrack", "curl", "nslookup", "getent")
 
@@ -46,10 +47,11 @@ def preflight(proxy_mode: str) -> None:
 
 
 def clean() -> list[str]:
-    """Remove what earlier runs left behind: namespaces, /etc/netns entries, links (live runs are kept)."""
+    """Remove what earlier runs left behind: the real kube-proxy and CoreDNS they started, namespaces, /etc/netns
+    entries, links (live runs are kept)."""
     if platform.system() != "Linux" or not hasattr(os, "geteuid") or os.geteuid() != 0:
         return []
-    return clean_namespaces()
+    return [*stop_orphans(), *clean_namespaces()]
 
 
 __all__ = ["TOOLS", "problems", "preflight", "clean"]

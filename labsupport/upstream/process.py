@@ -5,6 +5,10 @@ import os
 import signal
 import subprocess
 
+#: Set in every program started here: the pid of the process that started it, so a later `labsupport clean` can
+#: stop the programs of a run that was killed (whose namespaces may be gone already).
+OWNER = "LABSUPPORT_UPSTREAM_OWNER"
+
 
 class NamespacedProcess:
     """One program started with `ip netns exec NS …` in its own session; its output goes to `log_path`."""
@@ -13,7 +17,8 @@ class NamespacedProcess:
         self.log_path = log_path
         self._log = open(log_path, "wb")
         self.popen = subprocess.Popen(["ip", "netns", "exec", ns, *argv], stdout=self._log,
-                                      stderr=subprocess.STDOUT, start_new_session=True)
+                                      stderr=subprocess.STDOUT, start_new_session=True,
+                                      env={**os.environ, OWNER: str(os.getpid())})
 
     def poll(self) -> int | None:
         """Its exit code, or None while it runs."""
@@ -41,4 +46,46 @@ class NamespacedProcess:
         self._log.close()
 
 
-__all__ = ["NamespacedProcess"]
+def _owner_of(pid: str) -> int | None:
+    """The owner pid recorded in a process's environment, or None (not ours, gone, or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            environ = fh.read().split(b"\0")
+    except OSError:
+        return None
+    prefix = OWNER.encode() + b"="
+    for entry in environ:
+        if entry.startswith(prefix):
+            value = entry[len(prefix):]
+            return int(value) if value.isdigit() else None
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_orphans() -> list[str]:
+    """Stop (SIGKILL) every program started here whose owner has exited; one line per program stopped."""
+    stopped = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        owner = _owner_of(pid)
+        if owner is None or _alive(owner):
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                command = fh.read().split(b"\0")[0].decode(errors="replace")
+            os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            continue
+        stopped.append(f"stopped {os.path.basename(command)} (pid {pid}) left by exited process {owner}")
+    return stopped
+
+
+__all__ = ["NamespacedProcess", "OWNER", "stop_orphans"]

@@ -218,3 +218,47 @@ def test_a_failed_load_is_repaired_by_a_full_reload(monkeypatch):
             assert lab.curl(f"http://{ip2}/", source=f"node/{node}").status == 200, node
     finally:
         lab.close()
+
+
+def test_clean_stops_programs_a_killed_run_started_in_its_namespaces():
+    """A run killed while the real kube-proxy (here: a stand-in) runs in its namespace leaves the program behind;
+    `labsupport clean` stops it, and leaves a live run's programs alone."""
+    require_kernel("ip")
+    from labsupport.netns.machine import clean
+    from labsupport.netns.namespaces import create_namespace, new_run_id, ns_name, release_run_id, remove_namespace
+    run = new_run_id()
+    ns = ns_name(run, "orphan")
+    create_namespace(ns)
+    child = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {os.getcwd()!r})
+        from labsupport.upstream.process import NamespacedProcess
+        p = NamespacedProcess({ns!r}, ["sleep", "600"], os.devnull)
+        print(p.popen.pid, flush=True)
+        os._exit(0)          # killed: nothing stops the program it started
+    """)
+    mine = None
+    try:
+        out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True, timeout=60)
+        orphan = int(out.stdout.split()[0])
+        from labsupport.upstream.process import NamespacedProcess
+        mine = NamespacedProcess(ns, ["sleep", "600"], os.devnull)       # owned by this live process
+        assert os.path.exists(f"/proc/{orphan}")
+        report = clean()
+        assert any(f"pid {orphan}" in line and "sleep" in line for line in report), report
+        assert not _running(orphan)
+        assert mine.poll() is None, "clean stopped a program of a live run"
+    finally:
+        if mine is not None:
+            mine.stop()
+        remove_namespace(ns)
+        release_run_id(run)
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1].split()[0] != "Z"
+    except OSError:
+        return False
