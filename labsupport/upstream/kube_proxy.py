@@ -163,6 +163,13 @@ class UpstreamKubeProxy:
                 m.get("kubeproxy_sync_proxy_rules_service_changes_pending", 0.0)
                 + m.get("kubeproxy_sync_proxy_rules_endpoint_changes_pending", 0.0))
 
+    def changes_received(self) -> float:
+        """How many Service and EndpointSlice events kube-proxy's informers have handed its proxiers so far
+        (every event counts, also one that changes no rule)."""
+        m = self.metrics()
+        return (m.get("kubeproxy_sync_proxy_rules_service_changes_total", 0.0)
+                + m.get("kubeproxy_sync_proxy_rules_endpoint_changes_total", 0.0))
+
     def wait_synced(self, since: float | None = None, timeout: float = SYNC_TIMEOUT) -> float:
         """Wait until kube-proxy has seen a change made at or after `since` (Unix seconds; default now; 0: any)
         and written rules after it, with nothing pending; returns the time of that write."""

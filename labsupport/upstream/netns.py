@@ -17,6 +17,9 @@ WATCHED = frozenset({"Service", "EndpointSlice", "ServiceCIDR"})
 #: A change kube-proxy ignores (an EndpointSlice rewrite that changes no endpoint) never gets queued: after this
 #: long waiting for the queue to show it, the rules already written stand.
 UNQUEUED_GRACE = 2.0
+#: Settled also means kube-proxy's informers have stopped handing it events for this long: on a busy machine an
+#: earlier change can be queued and written after the last change was made, before that last change arrives.
+QUIET = 0.3
 
 
 class UpstreamKubeProxies:
@@ -55,11 +58,19 @@ class UpstreamKubeProxies:
             since = self._last_change
         if since <= self._settled:
             return
-        for node in self.nodes.values():
-            try:
-                node.kube_proxy.wait_synced(since, timeout=UNQUEUED_GRACE)
-            except Exception:  # noqa: BLE001 - a change it did not queue: its last rules stand
-                node.kube_proxy.wait_synced(0.0)
+        kube_proxies = [node.kube_proxy for node in self.nodes.values()]
+        while True:
+            for kube_proxy in kube_proxies:
+                try:
+                    kube_proxy.wait_synced(since, timeout=UNQUEUED_GRACE)
+                except Exception:  # noqa: BLE001 - a change it did not queue: its last rules stand
+                    kube_proxy.wait_synced(0.0)
+            before = [kube_proxy.changes_received() for kube_proxy in kube_proxies]
+            time.sleep(QUIET)
+            if [kube_proxy.changes_received() for kube_proxy in kube_proxies] == before:
+                for kube_proxy in kube_proxies:     # whatever arrived before the quiet spell is written
+                    kube_proxy.wait_synced(0.0)
+                break
         self._settled = since
 
     def rules(self, node: str) -> str:
