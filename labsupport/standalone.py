@@ -12,6 +12,8 @@ import signal
 import threading
 import time
 
+from labsupport.upstream.process import pid_alive
+
 
 def state_dir() -> str:
     """Where a standalone cluster keeps its state file, kubeconfig and log."""
@@ -26,16 +28,6 @@ def state_path() -> str:
     return os.path.join(state_dir(), "apiserver.json")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def read_state() -> dict | None:
     """The running standalone cluster's state (pid, url, kubeconfig, started), or None when none runs."""
     try:
@@ -43,7 +35,7 @@ def read_state() -> dict | None:
             state = json.load(f)
     except (OSError, ValueError):
         return None
-    if not isinstance(state, dict) or not _alive(int(state.get("pid", 0) or 0)):
+    if not isinstance(state, dict) or not pid_alive(int(state.get("pid", 0) or 0)):
         return None
     return state
 
@@ -97,13 +89,13 @@ def stop() -> int | None:
     pid = int(state["pid"])
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and pid_alive(pid):
         time.sleep(0.1)
         try:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
-    if _alive(pid):
+    if pid_alive(pid):
         os.kill(pid, signal.SIGKILL)
     try:
         os.remove(state_path())

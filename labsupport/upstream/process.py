@@ -61,7 +61,8 @@ def _owner_of(pid: str) -> int | None:
     return None
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one of another user's counts too)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -76,7 +77,7 @@ def stop_orphans() -> list[str]:
     stopped = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         owner = _owner_of(pid)
-        if owner is None or _alive(owner):
+        if owner is None or pid_alive(owner):
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:
@@ -88,4 +89,4 @@ def stop_orphans() -> list[str]:
     return stopped
 
 
-__all__ = ["NamespacedProcess", "OWNER", "stop_orphans"]
+__all__ = ["NamespacedProcess", "OWNER", "pid_alive", "stop_orphans"]
