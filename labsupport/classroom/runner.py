@@ -4,10 +4,17 @@ Importing nbgrader's apps costs seconds of CPU (several on a busy machine): a fr
 would pay it every time. A forkserver imports it once; each run is a fork of it, a process of its own (its own
 session, so it and the kernels it starts can be stopped), that runs `nbgrader <argv>` in `cwd` exactly as the
 command would, reading the `nbgrader_config.py` found there.
+
+Runs are started and waited for from several worker threads. multiprocessing's forkserver children are not safe for
+that as they come: each child's exit code is read once from a pipe, and `Process.start()` in one thread polls every
+other child, so two threads can both see the code ready, one reads it and the other reads the end of the pipe and
+takes the child for lost (exit code 255). Here every start and every poll holds one lock; only the wait for a
+child's end runs outside it.
 """
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import os
 import pathlib
 import signal
@@ -19,6 +26,8 @@ PRELOAD = ["nbgrader.apps.nbgraderapp", "nbgrader.converters", "nbgrader.preproc
            "jupyter_client.manager", "labsupport.tasks"]
 _context_lock = threading.Lock()
 _context = None
+# held for every Process.start() and every read of a child's exit code (see the module's docstring)
+_children_lock = threading.Lock()
 
 
 def context():
@@ -60,20 +69,18 @@ class NbgraderRun:
     """One `nbgrader …` run in a child process; `wait`, `stop`, `returncode` like a subprocess."""
 
     def __init__(self, argv: list[str], cwd: pathlib.Path, env: dict[str, str], log: pathlib.Path):
-        self.process = context().Process(target=_nbgrader_main, args=(list(argv), str(cwd), dict(env), str(log)),
-                                         daemon=False)
-        self.process.start()
+        self.process = start(context().Process(target=_nbgrader_main,
+                                               args=(list(argv), str(cwd), dict(env), str(log)), daemon=False))
         self.pid = self.process.pid
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until it ends; False when it is still running after `timeout` seconds."""
-        self.process.join(timeout)
-        return self.process.exitcode is not None
+        return join(self.process, timeout) is not None
 
     @property
     def returncode(self) -> int | None:
         """Its exit code (negative: killed by that signal), None while it runs."""
-        return self.process.exitcode
+        return join(self.process, 0)
 
     def stop(self) -> None:
         """Kill it and every process it started (the kernels run in sessions of their own)."""
@@ -84,15 +91,28 @@ class NbgraderRun:
                 target()
             except (ProcessLookupError, PermissionError):
                 pass
-        self.process.join()
+        join(self.process)
+
+
+def start(process: multiprocessing.process.BaseProcess) -> multiprocessing.process.BaseProcess:
+    """Start a child of the forkserver (its start polls the other children: under the lock)."""
+    with _children_lock:
+        process.start()
+    return process
+
+
+def join(process: multiprocessing.process.BaseProcess, timeout: float | None = None) -> int | None:
+    """Wait up to `timeout` seconds (None: for ever) for a child to end; its exit code, None while it runs."""
+    if multiprocessing.connection.wait([process.sentinel], timeout):
+        with _children_lock:
+            process.join(0)
+    with _children_lock:
+        return process.exitcode
 
 
 def call_in_child(func, *args) -> int:
     """Run `func(*args)` in a fork of the server (where nbgrader is imported); its exit code."""
-    process = context().Process(target=func, args=args)
-    process.start()
-    process.join()
-    return process.exitcode
+    return join(start(context().Process(target=func, args=args)))
 
 
 def descendants(pid: int) -> list[int]:
