@@ -1,7 +1,8 @@
 """Kube-proxy-shaped rule sets of any size, for demos, tests and benchmarks of the data-plane model.
 
-They follow the shapes in upstream's goldens (chain names hashed the same way); they are not a
-replacement for `labsupport.proxy.render`, which works from real Service and EndpointSlice objects.
+They follow the shapes of upstream's goldens and, for nftables, of the release asked for (chain names hashed the
+same way); they are not a replacement for `labsupport.proxy.render`, which works from real Service and EndpointSlice
+objects.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import base64
 import hashlib
 
 from labsupport.dataplane.netfilter import int_to_ip, ip_to_int
+from labsupport.proxy.release import RELEASE, dnat_maps
 
 POD_CIDR = "10.0.0.0/8"
 SERVICE_CIDR = "172.30.0.0/16"
@@ -93,7 +95,7 @@ def iptables_rules(count: int, endpoints: int = 3, *, affinity: bool = False, no
     return "\n".join(flt + nat) + "\n"
 
 
-NFT_BASE = """add table ip kube-proxy { comment "rules for kube-proxy" ; }
+NFT_BASE_COMMON = """add table ip kube-proxy { comment "rules for kube-proxy" ; }
 add set ip kube-proxy cluster-ips { type ipv4_addr ; comment "Active ClusterIPs" ; }
 add set ip kube-proxy nodeport-ips { type ipv4_addr ; comment "IPs that accept NodePort traffic" ; }
 add map ip kube-proxy firewall-ips { type ipv4_addr . inet_proto . inet_service : verdict ; comment "destinations that are subject to LoadBalancerSourceRanges" ; }
@@ -128,10 +130,6 @@ add rule ip kube-proxy filter-output ct state new jump service-endpoints-check
 add rule ip kube-proxy filter-output-pre-dnat ct state new jump firewall-check
 add rule ip kube-proxy filter-output ct state new jump cluster-ips-check
 add rule ip kube-proxy firewall-check ip daddr . meta l4proto . th dport vmap @firewall-ips
-add rule ip kube-proxy mark-for-masquerade mark set mark or 0x4000
-add rule ip kube-proxy masquerading mark and 0x4000 == 0 return
-add rule ip kube-proxy masquerading mark set mark xor 0x4000
-add rule ip kube-proxy masquerading masquerade fully-random
 add rule ip kube-proxy nat-output jump services
 add rule ip kube-proxy nat-postrouting jump masquerading
 add rule ip kube-proxy nat-prerouting jump services
@@ -144,13 +142,45 @@ add element ip kube-proxy nodeport-ips { 192.168.0.2 }
 """
 
 
+def _nft_base(maps: bool) -> str:
+    """The table, its sets and maps, the base chains and the fixed rules; `maps`: the v1.36+ layout (no
+    mark-for-masquerade chain, a hairpin set, outside ClusterIP traffic marked once in `services`)."""
+    lines = [line for line in NFT_BASE_COMMON.splitlines()
+             if not (maps and "mark-for-masquerade" in line)]
+    if maps:
+        at = lines.index("add chain ip kube-proxy cluster-ips-check")
+        lines.insert(at, 'add set ip kube-proxy hairpin-connections { type ipv4_addr . ipv4_addr . inet_proto . '
+                         'inet_service ; comment "service hairpin connections" ; }')
+        masquerading = ["add rule ip kube-proxy masquerading mark and 0x4000 != 0 mark set mark xor 0x4000 "
+                        "masquerade fully-random",
+                        "add rule ip kube-proxy masquerading ct status dnat ip saddr . ip daddr . meta l4proto . "
+                        "th dport @hairpin-connections masquerade fully-random"]
+        outside = [f"add rule ip kube-proxy services ip daddr @cluster-ips ip saddr != {POD_CIDR} mark set mark or "
+                   f'0x4000 comment "masquerade clusterIP traffic from outside cluster"']
+    else:
+        masquerading = ["add rule ip kube-proxy mark-for-masquerade mark set mark or 0x4000",
+                        "add rule ip kube-proxy masquerading mark and 0x4000 == 0 return",
+                        "add rule ip kube-proxy masquerading mark set mark xor 0x4000",
+                        "add rule ip kube-proxy masquerading masquerade fully-random"]
+        outside = []
+    at = lines.index("add rule ip kube-proxy nat-output jump services")
+    lines[at:at] = masquerading
+    at = lines.index("add rule ip kube-proxy services ip daddr . meta l4proto . th dport vmap @service-ips")
+    lines[at:at] = outside
+    return "\n".join(lines) + "\n"
+
+
 def _nft_name(prefix: str, name: str) -> str:
     return f"{prefix}-{_hash(name)[:8]}-{name}"
 
 
-def nftables_rules(count: int, endpoints: int = 3, *, affinity: bool = False, no_endpoints: int = 0) -> str:
-    """An `nft -f` transaction for `count` ClusterIP services (chains added before they are referenced)."""
-    out = [NFT_BASE]
+def nftables_rules(count: int, endpoints: int = 3, *, affinity: bool = False, no_endpoints: int = 0,
+                   release: str = RELEASE) -> str:
+    """An `nft -f` transaction for `count` ClusterIP services (chains added before they are referenced), in the
+    layout `release` writes: from v1.36 a Service chain DNATs through a numgen map and endpoint chains exist only
+    for session affinity; before, a chain per endpoint behind a numgen vmap."""
+    maps = dnat_maps(release)
+    out = [_nft_base(maps)]
     for i, name, vip, port, eps in _services(count, endpoints):
         ns, rest = name.split("/")
         svc_name = f"{ns}/{rest.split(':')[0]}/tcp/p80"
@@ -160,7 +190,7 @@ def nftables_rules(count: int, endpoints: int = 3, *, affinity: bool = False, no
             continue
         chain = _nft_name("service", svc_name)
         ep_chains = []
-        for ep in eps:
+        for ep in eps if affinity or not maps else ():
             ip, ep_port = ep.split(":")
             ep_chain = _nft_name("endpoint", f"{svc_name}__{ip}/{ep_port}")
             ep_chains.append((ep_chain, ip, ep_port))
@@ -169,18 +199,26 @@ def nftables_rules(count: int, endpoints: int = 3, *, affinity: bool = False, no
                 out.append(f"add set ip kube-proxy {affinity_set} {{ type ipv4_addr ; flags dynamic,timeout ; "
                            f"timeout 10800s ; }}")
             out.append(f"add chain ip kube-proxy {ep_chain}")
-            out.append(f"add rule ip kube-proxy {ep_chain} ip saddr {ip} jump mark-for-masquerade")
+            if not maps:
+                out.append(f"add rule ip kube-proxy {ep_chain} ip saddr {ip} jump mark-for-masquerade")
             if affinity:
                 out.append(f"add rule ip kube-proxy {ep_chain} update @{affinity_set} {{ ip saddr }}")
             out.append(f"add rule ip kube-proxy {ep_chain} meta l4proto tcp dnat to {ip}:{ep_port}")
         out.append(f"add chain ip kube-proxy {chain}")
-        out.append(f"add rule ip kube-proxy {chain} ip daddr {vip} ip saddr != {POD_CIDR} jump mark-for-masquerade")
-        if affinity:
-            for ep_chain, ip, ep_port in ep_chains:
+        if not maps:
+            out.append(f"add rule ip kube-proxy {chain} ip daddr {vip} ip saddr != {POD_CIDR} jump mark-for-masquerade")
+        if ep_chains:
+            for ep_chain, ip, ep_port in ep_chains if affinity else ():
                 affinity_set = _nft_name("affinity", f"{svc_name}__{ip}/{ep_port}")
                 out.append(f"add rule ip kube-proxy {chain} ip saddr @{affinity_set} goto {ep_chain}")
-        vmap = ", ".join(f"{k} : goto {c}" for k, (c, _, _) in enumerate(ep_chains))
-        out.append(f"add rule ip kube-proxy {chain} numgen random mod {len(ep_chains)} vmap {{ {vmap} }}")
+            vmap = ", ".join(f"{k} : goto {c}" for k, (c, _, _) in enumerate(ep_chains))
+            out.append(f"add rule ip kube-proxy {chain} numgen random mod {len(ep_chains)} vmap {{ {vmap} }}")
+        elif len(eps) == 1:
+            out.append(f"add rule ip kube-proxy {chain} meta l4proto tcp dnat to {eps[0]}")
+        else:
+            targets = " , ".join(f"{k} : {ep.replace(':', ' . ')}" for k, ep in enumerate(eps))
+            out.append(f"add rule ip kube-proxy {chain} meta l4proto tcp dnat ip addr . port to numgen random mod "
+                       f"{len(eps)} map {{ {targets} }}")
         out.append(f"add element ip kube-proxy service-ips {{ {vip} . tcp . {port} : goto {chain} }}")
     return "\n".join(out) + "\n"
 

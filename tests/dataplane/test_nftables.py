@@ -53,6 +53,19 @@ def test_numgen_branches_all_explored():
     assert t.endpoints == sorted(f"{samples.endpoint_ip(2, j)}:8080" for j in range(7))
 
 
+@pytest.mark.parametrize("release", ["v1.35", "v1.37"])
+@pytest.mark.parametrize("affinity", [False, True])
+def test_samples_of_both_layouts_reach_every_endpoint_and_masquerade_outside_traffic(release, affinity):
+    rules = samples.nftables_rules(3, 4, affinity=affinity, release=release)
+    assert ("mark-for-masquerade" in rules) is (release == "v1.35")
+    assert (" map { 0 : " in rules) is (release == "v1.37" and not affinity)
+    wanted = sorted(f"{samples.endpoint_ip(1, j)}:8080" for j in range(4))
+    from_pod = trace_packet("nftables", rules, NODE, "10.0.0.2", samples.service_ip(1), 80)
+    from_node = trace_packet("nftables", rules, NODE, "192.168.0.2", samples.service_ip(1), 80)
+    assert (from_pod.endpoints, from_pod.masquerade) == (wanted, False)
+    assert (from_node.endpoints, from_node.masquerade) == (wanted, True)
+
+
 def test_no_endpoints_rejected():
     rules = samples.nftables_rules(3, 2, no_endpoints=1)
     assert trace_packet("nftables", rules, NODE, "10.0.0.2", samples.service_ip(2), 80).verdict == "REJECT"
