@@ -104,10 +104,41 @@ def errors_on_netns(path: pathlib.Path, tmp_path: pathlib.Path) -> list[tuple[st
     require_kernel("nft", "iptables-restore", "conntrack", "curl", "nslookup")
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(tmp_path)}})
+    diagnosis = nbformat.v4.new_code_cell(DIAGNOSIS)
+
+    async def diagnose(cell, cell_index, execute_reply):
+        """While the kernel that failed is still up: what the cluster and the data plane looked like."""
+        client.on_cell_error = None       # once: a failing diagnosis must not diagnose itself
+        try:
+            await client.async_execute_cell(diagnosis, len(nb.cells), execution_count=None)
+        except Exception as e:  # noqa: BLE001 - the diagnosis must not hide the failure it describes
+            diagnosis.outputs.append(nbformat.v4.new_output("stream", name="stderr", text=f"no diagnosis: {e}"))
+
+    client.on_cell_error = diagnose
     try:
         client.execute()
+    except Exception:
+        text = "".join(o.get("text", "") for o in diagnosis.outputs if o.output_type == "stream")
+        print(f"--- {path.name}: the cluster when the cell failed ---\n{text}")
+        raise
     finally:
         from labsupport.netns.machine import clean
         clean()
     return [(c.source[:200], o.get("ename", ""), o.get("evalue", ""))
             for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+
+
+#: Run in a lesson's kernel when one of its cells fails on netns: what a test failure report needs to explain it.
+DIAGNOSIS = """
+for name in ("reply", "replies", "trace"):
+    if name in globals():
+        print(f"{name} = {globals()[name]!r}"[:2000])
+print(lab.kubectl("get nodes,pods,svc,endpointslices -o wide", show=False).stdout)
+backend = lab._backend
+upstream = getattr(backend, "upstream", None)
+for node in (sorted(upstream.nodes) if upstream is not None else []):
+    kube_proxy = upstream.nodes[node].kube_proxy
+    print(f"== {node}: sync state {kube_proxy.sync_state()}, changes received {kube_proxy.changes_received()}")
+    print(kube_proxy.rules()[-6000:])
+    print("\\n".join(kube_proxy.log().splitlines()[-40:]))
+"""
