@@ -3,7 +3,10 @@
 Its configuration is the cluster's own kube-proxy ConfigMap (`config.conf`) with what a namespace needs: the
 kubeconfig of the embedded API server, JSON on the wire, the node named by `hostnameOverride`, and no conntrack
 tuning (the conntrack table's size is the host's, not a namespace's). Syncs are awaited through its metrics
-(the time a change was queued against the time rules were last written), never by sleeping.
+(the time a change was queued against the time rules were last written, the changes not yet taken) and its log,
+never by sleeping. The log is needed because a sync takes its pending changes when it starts and stamps the time
+of writing when it ends: while one runs, the last write can postdate the last change, with nothing pending, though
+that change is not written yet. kube-proxy logs both ends of every sync at --v=2.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -26,6 +30,9 @@ METRICS_PORT = 10249
 START_TIMEOUT = 60.0
 SYNC_TIMEOUT = 60.0
 POLL = 0.1
+# The first and the last line a sync logs (iptables and nftables proxiers, at --v=2).
+SYNC_STARTED = re.compile(r'"Syncing (?:iptables|nftables) rules"')
+SYNC_ENDED = re.compile(r'"SyncProxyRules complete"')
 
 # What a clean run's log must not contain: every way client-go reports that a list or watch went wrong.
 LOG_PROBLEMS = re.compile(
@@ -80,6 +87,8 @@ class UpstreamKubeProxy:
                  verbosity: int = 2):
         if mode not in ("iptables", "nftables"):
             raise UpstreamError(f"the real kube-proxy runs here in iptables or nftables mode, not {mode!r}")
+        if verbosity < 2:
+            raise UpstreamError(f"kube-proxy runs here at --v=2 or more (it logs each sync there), not --v={verbosity}")
         self.ns = ns
         self.node = node
         self.mode = mode
@@ -88,6 +97,9 @@ class UpstreamKubeProxy:
         self.verbosity = verbosity
         self.dir: str | None = None
         self.process: NamespacedProcess | None = None
+        self._log_lock = threading.Lock()
+        self._log_read = 0            # how much of the log syncs_running() has counted
+        self._syncs = [0, 0]          # syncs started, ended
 
     # --- lifecycle -----------------------------------------------------------------------------------------
     def start(self, timeout: float = START_TIMEOUT) -> "UpstreamKubeProxy":
@@ -99,6 +111,8 @@ class UpstreamKubeProxy:
         config_path = os.path.join(self.dir, "config.json")
         with open(config_path, "w") as fh:
             json.dump(configuration(self.config_map, self.node, self.mode, self.kubeconfig), fh, indent=1)
+        with self._log_lock:
+            self._log_read, self._syncs = 0, [0, 0]     # a new log
         self.process = NamespacedProcess(self.ns, [path, f"--config={config_path}", f"--hostname-override={self.node}",
                                                    f"--v={self.verbosity}"], os.path.join(self.dir, "kube-proxy.log"))
         try:
@@ -163,6 +177,23 @@ class UpstreamKubeProxy:
                 m.get("kubeproxy_sync_proxy_rules_service_changes_pending", 0.0)
                 + m.get("kubeproxy_sync_proxy_rules_endpoint_changes_pending", 0.0))
 
+    def syncs_running(self) -> int:
+        """How many syncs have started and not ended (0 or 1), from kube-proxy's log (read on from where it was)."""
+        if self.process is None or not self.dir:
+            return 0
+        with self._log_lock:
+            with open(self.process.log_path, "rb") as fh:
+                fh.seek(self._log_read)
+                text = fh.read()
+            whole = text[:text.rfind(b"\n") + 1]       # a line still being written is counted next time
+            self._log_read += len(whole)
+            for line in whole.decode(errors="replace").splitlines():
+                if SYNC_STARTED.search(line):
+                    self._syncs[0] += 1
+                elif SYNC_ENDED.search(line):
+                    self._syncs[1] += 1
+            return self._syncs[0] - self._syncs[1]
+
     def changes_received(self) -> float:
         """How many Service and EndpointSlice events kube-proxy's informers have handed its proxiers so far
         (every event counts, also one that changes no rule)."""
@@ -180,7 +211,7 @@ class UpstreamKubeProxy:
                 raise UpstreamError(f"kube-proxy in {self.ns} exited ({self.process.returncode}); its log ends:\n"
                                     + "\n".join(self.log().splitlines()[-30:]))
             queued, written, pending = self.sync_state()
-            if written and written >= queued and queued >= since and not pending:
+            if written and written >= queued and queued >= since and not pending and not self.syncs_running():
                 return written
             if time.monotonic() > deadline:
                 raise UpstreamError(f"kube-proxy in {self.ns} did not sync within {timeout:g} s (queued {queued}, "

@@ -1,8 +1,10 @@
 """The comparison itself (pure: runs without Go or root): what it ignores and what it must not."""
 from __future__ import annotations
 
+import pytest
+
 from labsupport.upstream.compare import canonical_iptables, canonical_nft, first_differences
-from labsupport.upstream.kube_proxy import configuration, parse_metrics
+from labsupport.upstream.kube_proxy import UpstreamError, configuration, parse_metrics
 from labsupport.upstream.binaries import missing_upstream_requirements
 
 DUMP = """*nat
@@ -77,3 +79,24 @@ def test_log_scan_flags_list_and_watch_trouble_only():
             'I1204 reflector.go:507] "Caches populated" type="*v1.Service"']
     assert all(LOG_PROBLEMS.search(line) for line in bad)
     assert not any(LOG_PROBLEMS.search(line) for line in fine)
+
+
+def test_a_sync_that_started_and_did_not_end_is_running(tmp_path):
+    # While a sync runs, the last write can postdate the last change with nothing pending: the log tells.
+    from types import SimpleNamespace
+    from labsupport.upstream.kube_proxy import UpstreamKubeProxy
+    log = tmp_path / "kube-proxy.log"
+    kube_proxy = UpstreamKubeProxy("ns", "node", {}, "kubeconfig")
+    kube_proxy.dir, kube_proxy.process = str(tmp_path), SimpleNamespace(log_path=str(log))
+    start = 'I1204 20:28:16.785045 6314 proxier.go:655] "Syncing iptables rules" ipFamily="IPv4" fullSync=true\n'
+    end = 'I1204 20:28:16.885045 6314 proxier.go:649] "SyncProxyRules complete" ipFamily="IPv4" elapsed="100ms"\n'
+    log.write_text(start + end + start)
+    assert kube_proxy.syncs_running() == 1
+    with log.open("a") as fh:
+        fh.write(end[:30])               # half a line: not counted yet
+    assert kube_proxy.syncs_running() == 1
+    with log.open("a") as fh:
+        fh.write(end[30:])
+    assert kube_proxy.syncs_running() == 0
+    with pytest.raises(UpstreamError, match="--v=2"):
+        UpstreamKubeProxy("ns", "node", {}, "kubeconfig", verbosity=1)
