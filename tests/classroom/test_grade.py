@@ -6,6 +6,7 @@ from __future__ import annotations
 import pathlib
 import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -19,6 +20,11 @@ ASSIGNMENT = "01-endpointslices"
 LOOP = "import time\nwhile True:\n    time.sleep(0.01)"
 CRASH = "import os\nos._exit(1)"
 SOLVED = ("ann", "ben", "cat")
+# Runs a command as a terminal would in the foreground, with Ctrl-C's signal at its default action. A shell starts a
+# background job with SIGINT ignored and an exec'd program keeps that, so a test suite started in the background
+# (as CI may be) would otherwise start a `labsupport grade` that never sees the interrupt.
+WITH_CTRL_C = [sys.executable, "-c", "import os, signal, sys\nsignal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+               "os.execv(sys.argv[1], sys.argv[1:])"]
 
 
 def submissions(course: Course) -> dict[str, dict]:
@@ -58,7 +64,7 @@ class Batch:
 
     def interrupt_after_first(self) -> tuple[int, str]:
         """Start grading with one worker and press Ctrl-C once the first submission is recorded."""
-        proc = subprocess.Popen([str(BIN / "labsupport"), "grade", ASSIGNMENT, "--workers", "1"],
+        proc = subprocess.Popen([*WITH_CTRL_C, str(BIN / "labsupport"), "grade", ASSIGNMENT, "--workers", "1"],
                                 cwd=self.parallel.root, env=self.parallel.env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         seen = []
