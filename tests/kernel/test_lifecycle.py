@@ -207,10 +207,11 @@ def test_a_failed_load_is_repaired_by_a_full_reload(monkeypatch):
         monkeypatch.setattr(kernel, "run_in", flaky)
         lab.apply(WEB.replace("name: web}", "name: web2}").replace("app: web}", "app: web2}"))
         lab.wait(lambda l: ready(l, "web2") == 3, timeout=120)
-        try:
-            lab._backend.network.refresh()
-        except KernelError:
-            pass                                  # the failure hit this refresh, not the background one
+        with lab._backend.cluster.lock:           # not beside the keeper thread's own refresh
+            try:
+                lab._backend.network.refresh()
+            except KernelError:
+                pass                              # the failure hit this refresh, not the background one
         assert broken["left"] == 0
         monkeypatch.setattr(kernel, "run_in", real)
         ip2 = lab.get("svc", "web2")["spec"]["clusterIP"]
