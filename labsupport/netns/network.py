@@ -308,11 +308,12 @@ class KernelNetwork:
 
     def kernel_rules(self, node_name: str) -> str:
         """What the node's kernel holds now: `nft list table ip kube-proxy` or `iptables-save`."""
-        self.refresh()
-        ns = self.topology.node_ns[node_name]
-        if self.rules.mode(node_name) == "nftables":
-            return run_in(ns, ["nft", "list", "table", "ip", "kube-proxy"]).stdout
-        return run_in(ns, ["iptables-save"]).stdout
+        with self.cluster.lock:                  # not halfway through the keeper thread's load
+            self.refresh()
+            ns = self.topology.node_ns[node_name]
+            if self.rules.mode(node_name) == "nftables":
+                return run_in(ns, ["nft", "list", "table", "ip", "kube-proxy"]).stdout
+            return run_in(ns, ["iptables-save"]).stdout
 
     # --- tracing -------------------------------------------------------------------------------------------
     def _counters(self) -> dict[str, dict[tuple[str, str], int]]:
