@@ -135,7 +135,12 @@ class KernelNetwork:
                     self._keeper_error = e
 
     def refresh(self) -> None:
-        """Bring the kernel up to date: pod namespaces, kube-proxy's latest rules, health-check servers."""
+        """Bring the kernel up to date: pod namespaces, kube-proxy's latest rules, health-check servers. Under the
+        cluster's lock, whoever calls, so that it never runs beside the keeper thread's own."""
+        with self.cluster.lock:
+            self._refresh()
+
+    def _refresh(self) -> None:
         if self._closed:
             raise BadRequest("this lab's network is closed")
         error, self._keeper_error = self._keeper_error, None
