@@ -158,11 +158,13 @@ class Sandbox:
     def wrap(self, argv: list[str]) -> list[str]:
         """The command that runs `argv` confined: limits first, then bubblewrap."""
         limits = self.limits
-        bwrap = [shutil.which("bwrap") or "bwrap", *system_binds(),
+        # bwrap mounts in order: the private /tmp comes first, so that a Python or a course that lives under the
+        # host's /tmp is bound on top of it rather than hidden by it.
+        bwrap = [shutil.which("bwrap") or "bwrap", "--size", str(limits.tmp_size), "--tmpfs", "/tmp",
+                 *system_binds(),
                  "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
                  "--uid", "65534", "--gid", "65534", "--hostname", "graded",
                  "--proc", "/proc", "--dev", "/dev",
-                 "--size", str(limits.tmp_size), "--tmpfs", "/tmp",
                  "--bind", str(self.work), str(self.work),
                  "--bind", str(self.run), str(self.run),
                  "--chdir", str(self.work), "--setenv", "HOME", "/tmp", "--"]
