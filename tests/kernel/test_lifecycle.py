@@ -234,7 +234,13 @@ def test_clean_stops_programs_a_killed_run_started_in_its_namespaces():
         import os, sys
         sys.path.insert(0, {os.getcwd()!r})
         from labsupport.upstream.process import NamespacedProcess
+        import time
         p = NamespacedProcess({ns!r}, ["sleep", "600"], os.devnull)
+        for _ in range(500):      # until `ip netns exec` has become the program (a loaded machine is slow to)
+            with open(f"/proc/{{p.popen.pid}}/comm") as fh:
+                if fh.read().strip() == "sleep":
+                    break
+            time.sleep(0.01)
         print(p.popen.pid, flush=True)
         os._exit(0)          # killed: nothing stops the program it started
     """)
