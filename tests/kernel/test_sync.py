@@ -61,3 +61,23 @@ def test_kernel_follows_every_change(mode):
         assert lab.curl(f"http://{ip}/", source="node/lab-worker").status == 200
     finally:
         lab.close()
+
+
+def test_refresh_waits_for_the_cluster_lock():
+    """Whoever calls it, a refresh never runs beside a holder of the cluster's lock (the verbs, the keeper thread)."""
+    import threading
+    lab = make_lab("nftables")
+    try:
+        done = threading.Event()
+
+        def refresh() -> None:
+            lab._backend.network.refresh()
+            done.set()
+        with lab._backend.cluster.lock:
+            worker = threading.Thread(target=refresh)
+            worker.start()
+            assert not done.wait(0.5), "refresh ran while another thread held the cluster's lock"
+        worker.join(30)
+        assert done.is_set()
+    finally:
+        lab.close()
