@@ -23,6 +23,10 @@ class UnknownProxyMode(LabError, ValueError):
         super().__init__(f"unknown proxy mode {mode!r}: choose one of {', '.join(self.modes)}")
 
 
+class ClockLimit(LabError, ValueError):
+    """The virtual clock cannot move that far: not a finite number of seconds, or past a graded cluster's end."""
+
+
 class APIError(LabError):
     """An error the Kubernetes API server would return, with its HTTP code and Status reason."""
 
@@ -75,6 +79,13 @@ class NotFound(APIError):
         """The error for a missing object, given its plural resource name."""
         qualified = f"{resource}.{group}" if group else resource
         return cls(f'{qualified} "{name}" not found', kind=resource, name=name, group=group)
+
+
+class Forbidden(APIError):
+    """The caller may not make this request: `pods "x" is forbidden: User "student" cannot …`."""
+
+    code = 403
+    reason = "Forbidden"
 
 
 class AlreadyExists(APIError):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import select
 import traceback
 from http.server import BaseHTTPRequestHandler
@@ -86,10 +85,13 @@ class RequestHandler(Watching, PodStreams, PortForwarding, EventsV1, BaseHTTPReq
             split = urlsplit(self.path)
             self.query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
             self.route_path = split.path
+            self.identity = authz.ADMIN_IDENTITY
             if split.path not in ("/healthz", "/livez", "/readyz"):
-                header = self.headers.get("Authorization", "")
-                if not secrets.compare_digest(header.encode(), f"Bearer {self.api.token}".encode()):
+                identity = self.api.identity(self.headers.get("Authorization", ""))
+                if identity is None:
                     raise Unauthorized("Unauthorized")
+                self.identity = identity
+                authz.authorize(identity, authz.attributes(method, split.path, self.query), self.headers)
             self._route(method, split.path)
         except (BrokenPipeError, ConnectionResetError, WebSocketClosed):
             self.close_connection = True
@@ -239,7 +241,7 @@ class RequestHandler(Watching, PodStreams, PortForwarding, EventsV1, BaseHTTPReq
         if authz.handles(path):
             if method != "POST":
                 raise MethodNotAllowed("the server does not allow this method on the requested resource")
-            return self._send_json(authz.review(path, self._parse_body(), self.headers), code=201)
+            return self._send_json(authz.review(path, self._parse_body(), self.headers, self.identity), code=201)
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) == 2:
             doc = discovery.resource_list("", parts[1])

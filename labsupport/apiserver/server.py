@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from labsupport.apiserver import authz
 from labsupport.apiserver.handler import RequestHandler
 from labsupport.apiserver.fields import FieldOwners
 from labsupport.apiserver.routes import IDLE_STEP
@@ -119,7 +120,32 @@ class APIServer:
         self._stopping = threading.Event()
         self._unsubscribe: Callable[[], None] | None = None
         self.fields = FieldOwners()
+        self.users: dict[str, authz.Identity] = {}
         self.applied: dict[str, dict[str, dict]] = {}
+
+    # --- who may call ----------------------------------------------------------------------------------------
+    def add_user(self, name: str, policy: authz.Policy, groups: tuple[str, ...] = ("system:authenticated",)) -> str:
+        """Give a user of this server's own a fresh bearer token; every request with it is checked against
+        `policy`. Returns the token."""
+        token = secrets.token_urlsafe(32)
+        self.users[token] = authz.Identity(name, groups, policy)
+        return token
+
+    def identity(self, authorization: str) -> authz.Identity | None:
+        """Who an Authorization header's bearer token stands for (None: nobody this server knows)."""
+        given = authorization.encode()
+        if secrets.compare_digest(given, f"Bearer {self.token}".encode()):
+            return authz.ADMIN_IDENTITY
+        for token, identity in list(self.users.items()):
+            if secrets.compare_digest(given, f"Bearer {token}".encode()):
+                return identity
+        return None
+
+    @property
+    def certificate(self) -> str:
+        """The server's certificate (PEM), which a client trusts as its CA."""
+        with open(self.cert_path) as f:
+            return f.read()
 
     # --- lifecycle -----------------------------------------------------------------------------------------
     @property
@@ -228,6 +254,8 @@ class APIServer:
                 if due is None:
                     return
                 target = due if limit is None else min(due, limit)
+                if clock.horizon is not None:
+                    target = min(target, clock.horizon)
                 if target < clock.now:
                     return
                 self.cluster.advance(target - clock.now)

@@ -23,6 +23,8 @@ from typing import Callable
 
 from labsupport.classroom.gradebook import GradingError, assignment_notebooks, locked, merge_from_scratch, snapshot
 from labsupport.classroom.runner import NbgraderRun, call_in_child, warm_up
+from labsupport.grading.exchange import check_student_id
+from labsupport.grading.sandbox import SubmissionRefused, copy_submission
 
 # A submission whose nbgrader run takes longer than this is stopped and reported (nbgrader's own cell timeouts
 # normally end a runaway cell long before).
@@ -52,11 +54,12 @@ def default_workers() -> int:
 
 
 def submitted_students(course: pathlib.Path, assignment: str) -> list[str]:
-    """Every student with a submission of `assignment` in `submitted/`, sorted."""
+    """Every student with a submission of `assignment` in `submitted/`, sorted (a folder that is a link counts too:
+    grading refuses it for that student, with the reason)."""
     folder = course / "submitted"
     if not folder.is_dir():
         return []
-    return sorted(p.name for p in folder.iterdir() if (p / assignment).is_dir())
+    return sorted(p.name for p in folder.iterdir() if os.path.lexists(p / assignment))
 
 
 def submitted_assignments(course: pathlib.Path) -> list[str]:
@@ -69,9 +72,24 @@ def submitted_assignments(course: pathlib.Path) -> list[str]:
 
 
 def is_graded(course: pathlib.Path, assignment: str, student: str, notebooks: list[str]) -> bool:
-    """Whether an autograded copy of every notebook exists (nbgrader's own test for skipping a submission)."""
+    """Whether an autograded copy of every notebook exists, each a regular file in real folders (something else
+    planted there does not make a submission graded)."""
     folder = course / "autograded" / student / assignment
-    return all((folder / f"{name}.ipynb").exists() for name in notebooks)
+    for path in (course / "autograded", folder.parent, folder):
+        if path.is_symlink() or not path.is_dir():
+            return False
+    return all((folder / f"{name}.ipynb").is_file() and not (folder / f"{name}.ipynb").is_symlink()
+               for name in notebooks)
+
+
+def check_gradebook(course: pathlib.Path) -> None:
+    """Refuse to grade into a gradebook that sqlite could not write: a `gradebook.db-journal` (or -wal) that is not
+    a plain file would make every write fail."""
+    for suffix in ("-journal", "-wal", "-shm"):
+        path = course / f"gradebook.db{suffix}"
+        if os.path.lexists(path) and (path.is_symlink() or not path.is_file()):
+            raise GradingError(f"{path} is not a plain file (a folder or a link): sqlite cannot write the gradebook "
+                               "beside it; remove it (nothing of the gradebook is in it), then grade again")
 
 
 class ClassGrader:
@@ -81,6 +99,7 @@ class ClassGrader:
                  students: list[str] | None = None, force: bool = False, timeout: float = DEFAULT_TIMEOUT,
                  progress: Callable[[str], None] | None = None):
         self.course = pathlib.Path(course).resolve()
+        check_student_id(assignment)
         self.assignment = assignment
         self.workers = default_workers() if workers is None else workers
         if self.workers < 1:
@@ -111,14 +130,23 @@ class ClassGrader:
             return Outcome(student, "failed", time.monotonic() - start, message=f"{type(e).__name__}: {e}")
 
     def _grade_one(self, student: str, start: float) -> Outcome:
+        check_student_id(student)
         with tempfile.TemporaryDirectory(prefix="labsupport-grade-") as tmp:
             scratch = pathlib.Path(tmp)
+            # everything the run makes (sandboxes, lab servers, API servers) lives under the scratch course, so it
+            # goes with it even when the run is killed
+            (scratch / "tmp").mkdir(mode=0o700)
             snapshot(self.course, scratch / "gradebook.db")
             source = self.course / "source" / self.assignment
             if source.is_dir():
                 shutil.copytree(source, scratch / "source" / self.assignment)
-            shutil.copytree(self.course / "submitted" / student / self.assignment,
-                            scratch / "submitted" / student / self.assignment)
+            try:
+                if (self.course / "submitted" / student).is_symlink():
+                    raise SubmissionRefused(f"{self.course / 'submitted' / student} is a symbolic link")
+                copy_submission(self.course / "submitted" / student / self.assignment,
+                                scratch / "submitted" / student / self.assignment)
+            except SubmissionRefused as e:
+                return Outcome(student, "failed", time.monotonic() - start, message=f"refused: {e}")
             status, message = self._run_nbgrader(student, scratch)
             if status == "failed" and any(s in message for s in STARTUP_FAILURES):
                 status, message = self._run_nbgrader(student, scratch)    # the kernel failed to start: once more
@@ -158,7 +186,7 @@ class ClassGrader:
             return "interrupted", ""
         argv = ["autograde", self.assignment, "--student", student, "--force", f"--CourseDirectory.root={scratch}"]
         bindir = str(pathlib.Path(sys.executable).parent)
-        env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+        env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), TMPDIR=str(scratch / "tmp"))
         run = NbgraderRun(argv, self.course, env, scratch / "nbgrader.log")
         with self._lock:
             self._running[student] = run
@@ -212,6 +240,8 @@ def grade_all(graders: list[ClassGrader], progress: Callable[[str], None]) -> li
     """Grade the submissions of several assignments through one pool of workers (the first grader's count), so no
     worker waits at the end of one assignment; one list of outcomes per grader, in its students' order."""
     jobs, results = [], []
+    for course in dict.fromkeys(g.course for g in graders):
+        check_gradebook(course)
     for grader in graders:
         todo, skipped = grader.pending()
         jobs += [(grader, student) for student in todo]

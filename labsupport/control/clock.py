@@ -58,6 +58,8 @@ class VirtualClock:
         self._heap: list[tuple[float, int, Timer]] = []
         self._seq = itertools.count()
         self._follow_wall: float | None = None
+        #: The latest time the clock may reach (None: no end); a graded cluster has one.
+        self.horizon: float | None = None
 
     def elapsed(self) -> float:
         """Seconds since the cluster started."""

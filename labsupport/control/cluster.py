@@ -6,6 +6,8 @@ validation and allocation; controllers write through the store directly, as cont
 from __future__ import annotations
 
 import ipaddress
+import json
+import math
 import random
 import threading
 from typing import Any, Callable
@@ -21,12 +23,22 @@ from labsupport.control.store import Store
 from labsupport.model.objects import clone
 from labsupport.control.workloads import (DaemonSetController, DeploymentController, GarbageCollector, OwnedPods,
                                           ReplicaSetController, StatefulSetController)
-from labsupport.errors import AlreadyExists, BadRequest, NotFound
+from labsupport.errors import AlreadyExists, BadRequest, ClockLimit, InternalError, NotFound
 from labsupport.model.defaults import apply_defaults
 from labsupport.model.kinds import by_kind, resolve
 from labsupport.model.selectors import matches_fields, parse_field_selector, to_selector
 from labsupport.model.validation import validate
 from labsupport.shape import DNS_IP, ClusterConfig
+
+#: The largest object etcd stores (its request limit, 1.5 MiB): a larger one is refused as etcd refuses it.
+MAX_OBJECT_BYTES = 1536 * 1024
+
+
+def _fits_in_etcd(obj: dict) -> None:
+    """Refuse, as etcd does, an object larger than it stores."""
+    if len(json.dumps(obj, separators=(",", ":"), default=str)) > MAX_OBJECT_BYTES:
+        raise InternalError("etcdserver: request is too large")
+
 
 class Cluster:
     """An embedded Kubernetes control plane on a virtual clock. Thread-safe through `lock`."""
@@ -78,6 +90,7 @@ class Cluster:
                 if self.store.find("Namespace", None, ns) is None:
                     raise NotFound.of("namespaces", ns)
             validate(obj)
+            _fits_in_etcd(obj)
             name = obj["metadata"].get("name")
             if name and self.store.find(info.kind, obj["metadata"].get("namespace"), name) is not None:
                 raise AlreadyExists.of(info.plural, name, group=info.group)
@@ -107,6 +120,7 @@ class Cluster:
             if "status" in old:
                 obj["status"] = old["status"]      # status is written through its subresource only
             validate(obj, old)
+            _fits_in_etcd(obj)
             if info.kind == "Service":
                 obj = self._allocate_service(obj, old, dry_run)
             if dry_run:
@@ -179,10 +193,18 @@ class Cluster:
             return out
 
     def advance(self, seconds: float) -> None:
-        """Move the virtual clock forward, firing timers and letting controllers react."""
+        """Move the virtual clock forward, firing timers and letting controllers react; never past the clock's
+        `horizon` (a graded cluster's), which is refused with ClockLimit before anything moves."""
+        if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+            raise ClockLimit(f"the clock moves by a finite number of seconds, not {seconds!r}")
         if seconds < 0:
             raise ValueError(f"cannot move the clock backwards ({seconds} s)")
         with self.lock:
+            horizon = self.clock.horizon
+            if horizon is not None and self.clock.now + seconds > horizon + 1e-9:
+                raise ClockLimit(f"this cluster's clock stops {horizon - self.clock.start:g} s after it started "
+                                 f"(it is at {self.clock.now - self.clock.start:g} s): moving it {seconds:g} s more "
+                                 "would pass that")
             self.clock.run_until(self.clock.now + seconds, self.settle)
 
     def settle(self, rounds: int = 200) -> None:

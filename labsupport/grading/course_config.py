@@ -21,12 +21,16 @@ import os
 from typing import Any
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, GetGrades,
-                                    IgnorePattern, LimitOutput, NbGraderPreprocessor, SaveAutoGrades)
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearOutput,
+                                    DeduplicateIds, GetGrades, IgnorePattern, LimitOutput, OverwriteCells,
+                                    OverwriteKernelspec, SaveAutoGrades)
 from traitlets import Unicode
 
 from labsupport.errors import LabError
+from labsupport.grading.exchange import SafeExchangeCollect
 from labsupport.grading.execute import GradedExecute, SandboxedKernelManager
+from labsupport.grading.feedback import PicturesAsImages, ShortTestErrors
+from labsupport.grading.intake import CheckSubmission
 from labsupport.i18n import LANGUAGES, VARIABLE
 from labsupport.tasks import STUDENT_ENV, grading_env
 
@@ -66,19 +70,6 @@ class GradingKernelManager(SandboxedKernelManager):
         await super().start_kernel(**kw)
 
 
-class ShortTestErrors(NbGraderPreprocessor):
-    """In feedback, a failed test shows its message only: a traceback would quote the (hidden) test's code."""
-
-    def preprocess_cell(self, cell, resources, index):
-        """Cut a failed test cell's traceback down to its last line."""
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            for output in cell.get("outputs", []):
-                if output.get("output_type") == "error":
-                    output["traceback"] = [f"\x1b[0;31m{output['ename']}\x1b[0m: {output['evalue']}"]
-        return cell, resources
-
-
 def cell_time_limit() -> int:
     """Seconds a cell may run (LABSUPPORT_CELL_TIMEOUT, default 60), read when a configuration is loaded."""
     return int(os.environ.get("LABSUPPORT_CELL_TIMEOUT", "60"))
@@ -109,6 +100,10 @@ def configure(c: Any, root: str | os.PathLike, *, language: str = "en", course_i
     # (its messages in the course's language); the grader's run decides the marks. Where bubblewrap cannot run,
     # autograde refuses and says why; LABSUPPORT_GRADING_SANDBOX=off grades without the sandbox (an instructor's
     # own tests only: grading/README.md).
+    # Before anything else, a submitted notebook must be a plain notebook file of this nbgrader's schema (no link
+    # to the source, no foreign metadata that would stop the whole batch): refused for that student alone.
+    c.Autograde.sanitize_preprocessors = [CheckSubmission, ClearOutput, DeduplicateIds,
+                                          OverwriteKernelspec, OverwriteCells, CheckCellMetadata]
     c.Autograde.autograde_preprocessors = [GradedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                            SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     c.GradedExecute.seed = 0
@@ -136,7 +131,11 @@ def configure(c: Any, root: str | os.PathLike, *, language: str = "en", course_i
     c.ClearSolutions.text_stub = text_stub
 
     # Feedback shows each test's score and message, but not the hidden checks' code, so the course can be reused.
-    c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ShortTestErrors, CSSHTMLHeaderPreprocessor]
+    # The student's own markup in outputs and answers is sanitized (no script runs in a feedback page or in the
+    # formgrader); the cluster's picture is kept as an image.
+    c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ShortTestErrors, PicturesAsImages,
+                                        CSSHTMLHeaderPreprocessor]
+    c.HTMLExporter.sanitize_html = True
 
     # Students' files must be notebooks with these names; nothing else is copied into the submission.
     c.Autograde.create_student = True
@@ -144,9 +143,11 @@ def configure(c: Any, root: str | os.PathLike, *, language: str = "en", course_i
 
     # The exchange that `release_assignment`, `fetch_assignment`, `submit` and `collect` share: nbgrader's default
     # /srv/nbgrader/exchange (world-writable, sticky bit) unless LABSUPPORT_EXCHANGE names another folder.
+    # `nbgrader collect` refuses links and special files in a submission, and student ids that name a path.
+    c.ExchangeFactory.collect = SafeExchangeCollect
     if os.environ.get("LABSUPPORT_EXCHANGE"):
         c.Exchange.root = os.environ["LABSUPPORT_EXCHANGE"]
 
 
-__all__ = ["configure", "GradingKernelManager", "ShortTestErrors", "CourseConfigError", "cell_timeout",
+__all__ = ["configure", "GradingKernelManager", "CourseConfigError", "cell_timeout",
            "cell_time_limit", "PINNED_ENV", "DROPPED_ENV", "STUBS", "SLOW_CELLS"]

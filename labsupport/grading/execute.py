@@ -1,19 +1,22 @@
 """nbgrader's Execute step, made so that the marks are decided where the student's code cannot reach.
 
-For each notebook: a lab server (the graded `sim` cluster) starts outside the sandbox; the kernel starts inside it
-(`SandboxedKernelManager`) with `Lab()` pointed at the server's student socket. Before each graded test cell the
-grader takes a private copy of the cluster; the cell runs in the kernel (the student sees its messages); then the
-grader fetches the answers the test reads as plain data and runs the same test source itself
-(`labsupport.grading.rerun`). The cell's outputs become that run's: its score is the grader's verdict.
+For each notebook: a lab server (the graded `sim` cluster) starts outside the sandbox, in a private folder with
+limits of its own; the kernel starts inside the sandbox (`SandboxedKernelManager`) with `Lab()` pointed at the
+server's student socket. The student's cells run in the kernel. A graded test cell never does, not even its visible
+part: the grader fetches the answers the test reads from the kernel as plain data and runs the whole test source
+itself against the cluster (`labsupport.grading.rerun`), so no hidden test, expected value or check ever reaches
+the student's code. The cell's outputs are that run's: its score is the grader's verdict.
 
-A cell that outlives its time limit is interrupted; a kernel that ignores the interrupt, or a notebook that
-outlives its whole limit, is killed, and the tests still to come are graded on what the cluster holds.
+A cell that outlives its time limit is interrupted; a kernel that ignores the interrupt is killed, and so are the
+kernel and the lab server when the notebook outlives its whole limit; every request the grader makes has a time
+limit, so grading goes on, and the tests still to come are graded on what the cluster holds.
 """
 from __future__ import annotations
 
 import ast
 import os
 import pathlib
+import resource
 import shutil
 import signal
 import subprocess
@@ -34,7 +37,7 @@ from labsupport.errors import LabError
 from labsupport.grading import answers, rerun
 from labsupport.i18n import VARIABLE as LANGUAGE_ENV
 from labsupport.i18n import translate
-from labsupport.grading.sandbox import Sandbox, opted_out, require
+from labsupport.grading.sandbox import Limits, Sandbox, opted_out, require
 from labsupport.remote import SOCKET_ENV
 from labsupport.remote.client import RemoteBackend
 
@@ -74,10 +77,17 @@ class SandboxedKernelManager(AsyncKernelManager):
             env = {k: v for k, v in env.items() if k in KEPT_ENV or k == SOCKET_ENV}
             env.update(HOME="/tmp", IPYTHONDIR="/tmp/.ipython", JUPYTER_RUNTIME_DIR="/tmp/.jupyter",
                        MPLCONFIGDIR="/tmp/.matplotlib", PYTHONDONTWRITEBYTECODE="1")
-            kw["cwd"] = str(self.sandbox.work)
+            kw["cwd"] = str(self.sandbox.root)        # bubblewrap then enters the working directory inside
         kw["env"] = env
         await super().start_kernel(**kw)
         self.kernel_pid = getattr(self.provisioner, "pid", None)
+
+    def write_connection_file(self, **kw: Any) -> None:
+        """Write the kernel's connection file, readable by the sandbox's own uid."""
+        super().write_connection_file(**kw)
+        if self.sandbox is not None:
+            self.sandbox.give(self.connection_file)
+
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         """The kernel's command, wrapped by the sandbox."""
@@ -85,31 +95,51 @@ class SandboxedKernelManager(AsyncKernelManager):
         return self.sandbox.wrap(cmd) if self.sandbox is not None else cmd
 
 
-class LabServerProcess:
-    """A lab server for one submission, in its own process; it ends when its stdin closes."""
+#: Environment variables the lab server keeps from the grader's (it runs nothing the student typed).
+SERVER_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "LABSUPPORT_LANG")
+#: Seconds one request of the grader's to the lab server may take before the test that made it fails.
+CALL_TIMEOUT = 60.0
 
-    def __init__(self, student_socket: str, *, seed: int, proxy_mode: str):
+
+class LabServerProcess:
+    """A lab server for one submission, in its own process, its own private folder (its working directory and
+    TMPDIR, never the course's) and its own limits; it ends when its stdin closes."""
+
+    def __init__(self, student_socket: str, *, seed: int, proxy_mode: str, limits: Limits | None = None,
+                 student_uid: int | None = None, cpu_seconds: int = 3600):
         self.private = tempfile.mkdtemp(prefix="labsupport-grader-")
         os.chmod(self.private, 0o700)
         self.grader_socket = os.path.join(self.private, "grader.sock")
         self.student_socket = student_socket
-        self.copies = 0
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "labsupport.remote.server", "--student", student_socket,
-             "--grader", self.grader_socket, "--seed", str(seed), "--proxy-mode", proxy_mode],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        limits = limits or Limits.from_env()
+        env = {k: v for k, v in os.environ.items() if k in SERVER_ENV}
+        env.update(TMPDIR=self.private, HOME=self.private, PYTHONDONTWRITEBYTECODE="1")
+        argv = [sys.executable, "-m", "labsupport.remote.server", "--student", student_socket,
+                "--grader", self.grader_socket, "--seed", str(seed), "--proxy-mode", proxy_mode]
+        if student_uid is not None:
+            argv += ["--student-uid", str(student_uid)]
+
+        def confine() -> None:
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory, limits.memory))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                        cwd=self.private, env=env, preexec_fn=confine)
         if (self.process.stdout.readline() or "").strip() != "ready":
             self.stop()
             raise LabError("the lab server did not start: see the messages above")
-        self.grader = RemoteBackend(self.grader_socket, hello=False)
+        self.grader = RemoteBackend(self.grader_socket, hello=False, timeout=CALL_TIMEOUT)
 
-    def copy(self) -> str:
-        """A forked private copy of the cluster; returns the socket it serves one connection on."""
-        self.copies += 1
-        return self.grader.call("copy", os.path.join(self.private, f"copy-{self.copies}.sock"))
+    def kill(self) -> None:
+        """End the server at once (the notebook's time is up)."""
+        try:
+            self.process.kill()
+        except OSError:
+            pass
 
     def stop(self) -> None:
-        """Stop the server (and its copies) and remove its sockets."""
+        """Stop the server and remove its folder and sockets."""
         try:
             if self.process.stdin:
                 self.process.stdin.close()
@@ -153,11 +183,16 @@ class GradedExecute(Execute):
         socket_dir = str(self._sandbox.run) if sandboxed else self._scratch
         self._dead = ""
         self._cut: set[int] = set()
+        self._carried: dict[str, Any] = {}
         self._server = None
         self._watchdog = None
         try:
-            self._server = LabServerProcess(os.path.join(socket_dir, "lab.sock"), seed=self.seed,
-                                            proxy_mode=self.proxy_mode)
+            self._server = LabServerProcess(
+                os.path.join(socket_dir, "lab.sock"), seed=self.seed, proxy_mode=self.proxy_mode,
+                student_uid=self._sandbox.uid if self._sandbox is not None else None,
+                cpu_seconds=self.notebook_timeout)
+            self._modules = rerun.imported_modules(cell.source for cell in nb.cells
+                                                   if cell.cell_type == "code" and is_locked(cell))
             return super().preprocess(nb, resources, km)
         finally:
             if self._watchdog is not None:
@@ -179,7 +214,8 @@ class GradedExecute(Execute):
         km.lab_socket = self._server.student_socket
         self._watchdog = threading.Timer(self.notebook_timeout, self._kill,
                                          args=(self.tr("the notebook ran longer than {seconds} s",
-                                                         seconds=self.notebook_timeout),))
+                                                         seconds=self.notebook_timeout),),
+                                         kwargs={"server": True})
         self._watchdog.daemon = True
         self._watchdog.start()
         return km
@@ -190,9 +226,11 @@ class GradedExecute(Execute):
             return translate(text).format(**values)
 
     # --- the kernel's end ----------------------------------------------------------------------------------
-    def _kill(self, why: str) -> None:
-        """Kill the kernel and everything in its sandbox."""
+    def _kill(self, why: str, *, server: bool = False) -> None:
+        """Kill the kernel and everything in its sandbox (and the lab server, when the notebook's time is up)."""
         self._dead = self._dead or why
+        if server and self._server is not None:
+            self._server.kill()
         pid = getattr(self.km, "kernel_pid", None)
         if pid:
             try:
@@ -264,9 +302,10 @@ class GradedExecute(Execute):
         return out
 
     def preprocess_cell(self, cell, resources, index):
-        """Run a cell in the kernel; for a test cell, replace its verdict by the grader's."""
-        test = is_test_cell(cell)
-        copy = self._server.copy() if test else None
+        """Run a student's cell in the kernel; grade a test cell in the grader alone."""
+        if is_test_cell(cell):
+            self._grade(cell)
+            return cell, resources
         if not self._dead and cell.cell_type == "code":
             try:
                 cell, resources = super().preprocess_cell(cell, resources, index)
@@ -280,27 +319,24 @@ class GradedExecute(Execute):
                                       for o in cell.get("outputs", [])):
                 if not self.responsive(self.kill_after):
                     self._kill(self.tr("a cell ignored the interrupt after its time limit"))
-            if self._dead and test:
-                cell.outputs = []
-        if test:
-            self._grade(cell, copy)
-        elif self._dead and cell.cell_type == "code" and not cell.get("outputs"):
+        if self._dead and cell.cell_type == "code" and not cell.get("outputs"):
             cell.outputs = [NotebookNode(output_type="stream", name="stdout",
                                          text=self.tr("(not run: {why})", why=self._dead) + "\n")]
         return cell, resources
 
-    def _grade(self, cell: NotebookNode, copy: str) -> None:
+    def _grade(self, cell: NotebookNode) -> None:
         """The grader's run of a test cell decides its outputs (and so its score)."""
         source = cell.source
         try:
-            names = rerun.free_names(source)
+            names = [n for n in rerun.free_names(source) if n not in self._carried]
         except SyntaxError:
             names = []
         text = None if self._dead else self.fetch(names, self.kill_after)
         missing = self._dead or ("" if text is not None else self.tr("the kernel did not hand over the answers"))
-        outcome = rerun.run_test(source, names, text, copy, self._server.grader, seed=self.seed,
-                                 proxy_mode=self.proxy_mode, missing=missing, task=self._task,
-                                 language=self.language or None)
+        outcome = rerun.run_test(source, names, text, self._server.grader_socket, self._server.grader,
+                                 seed=self.seed, proxy_mode=self.proxy_mode, missing=missing, task=self._task,
+                                 language=self.language or None, modules=self._modules, carried=self._carried)
+        self._carried.update(outcome.bound)
         outputs = []
         if outcome.stdout:
             outputs.append(NotebookNode(output_type="stream", name="stdout", text=outcome.stdout))
@@ -310,4 +346,11 @@ class GradedExecute(Execute):
         cell.outputs = outputs
 
 
-__all__ = ["GradedExecute", "SandboxedKernelManager", "LabServerProcess", "is_test_cell", "KEPT_ENV"]
+def is_locked(cell: NotebookNode) -> bool:
+    """A cell the student cannot change (nbgrader restores it from the gradebook before grading)."""
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return bool(meta.get("locked") or meta.get("grade")) and not meta.get("solution")
+
+
+__all__ = ["GradedExecute", "SandboxedKernelManager", "LabServerProcess", "is_test_cell", "is_locked", "KEPT_ENV",
+           "CALL_TIMEOUT"]

@@ -1,5 +1,9 @@
-"""The grader's own run of one test cell: the instructor's source, a pristine `labsupport.checks`, the student's
-answers as plain data, and a private copy of the lab server's cluster. Its outcome is the cell's score.
+"""The grader's own run of one test cell: the instructor's source (hidden tests included, which never reach the
+student's kernel), a pristine `labsupport.checks`, the student's answers as plain data, and the lab server's
+cluster. Its outcome is the cell's score.
+
+An answer that names a module or a class is honoured only for modules the notebook's own locked cells import: the
+grader imports nothing because the kernel named it.
 """
 from __future__ import annotations
 
@@ -10,16 +14,15 @@ import importlib
 import io
 import json
 import os
-import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from labsupport.errors import LabError
 from labsupport.i18n import VARIABLE as LANGUAGE_ENV
 from labsupport.i18n import tr
 from labsupport.remote import SOCKET_ENV, wire
-from labsupport.remote.client import RemoteBackend, RemoteConnection
+from labsupport.remote.client import TIMEOUT_ENV, RemoteBackend, RemoteConnection
 
 #: Names every test cell gets from the grader, never from the kernel (`task`: the graded student's own task).
 PROVIDED = frozenset({"lab", "checks", "task"})
@@ -37,11 +40,24 @@ class Outcome:
     ename: str | None = None
     evalue: str = ""
     traceback: list[str] = field(default_factory=list)
+    #: What the test's source bound itself (a hidden test's record for a later test), by name.
+    bound: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
         """Whether the test passed."""
         return self.ename is None
+
+
+def bound_names(source: str) -> set[str]:
+    """The names a test cell's source binds at its top level (assignments, imports, definitions)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names
 
 
 def free_names(source: str) -> list[str]:
@@ -67,27 +83,40 @@ def free_names(source: str) -> list[str]:
     return list(seen)
 
 
-def _importable(module: str) -> bool:
-    root = module.split(".")[0]
-    return root == "labsupport" or root in sys.stdlib_module_names
+def imported_modules(sources: Iterable[str]) -> frozenset[str]:
+    """The modules (and their parent packages) that some code imports: what a test may get from the kernel by name."""
+    found: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            for module in names:
+                parts = module.split(".")
+                found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return frozenset(found)
 
 
-def from_plain(value: Any, backend: RemoteBackend, name: str) -> Any:
-    """Rebuild an answer from its plain form; refuse what is not plain data."""
+def from_plain(value: Any, backend: RemoteBackend, name: str, modules: frozenset[str] = frozenset()) -> Any:
+    """Rebuild an answer from its plain form; refuse what is not plain data (a module or class only from
+    `modules`, those the notebook's locked cells import)."""
     if isinstance(value, list):
-        return [from_plain(v, backend, name) for v in value]
+        return [from_plain(v, backend, name, modules) for v in value]
     if not isinstance(value, dict):
         return value
     if len(value) != 1:
         raise AnswerError(tr("{name}: the kernel sent an answer the grader cannot read", name=name))
     (tag, inner), = value.items()
     if tag == "__dict__" and isinstance(inner, dict):
-        return {k: from_plain(v, backend, name) for k, v in inner.items()}
-    if tag == "__tuple__":
-        return tuple(from_plain(v, backend, name) for v in inner)
-    if tag == "__set__":
+        return {k: from_plain(v, backend, name, modules) for k, v in inner.items()}
+    if tag == "__tuple__" and isinstance(inner, list):
+        return tuple(from_plain(v, backend, name, modules) for v in inner)
+    if tag == "__set__" and isinstance(inner, list):
         try:
-            return set(from_plain(v, backend, name) for v in inner)
+            return set(from_plain(v, backend, name, modules) for v in inner)
         except TypeError as e:
             raise AnswerError(tr("{name}: a set of values that cannot be in a set", name=name)) from e
     if tag == "__float__" and inner in ("nan", "inf", "-inf"):
@@ -96,9 +125,9 @@ def from_plain(value: Any, backend: RemoteBackend, name: str) -> Any:
         return wire.decode(inner)
     if tag == "__connection__" and isinstance(inner, int):
         return RemoteConnection(backend, inner, backend.call("connection_state", inner))
-    if tag == "__module__" and isinstance(inner, str) and _importable(inner):
+    if tag == "__module__" and isinstance(inner, str) and inner in modules:
         return importlib.import_module(inner)
-    if tag == "__object__" and isinstance(inner, list) and len(inner) == 2 and _importable(str(inner[0])):
+    if tag == "__object__" and isinstance(inner, list) and len(inner) == 2 and str(inner[0]) in modules:
         target: Any = importlib.import_module(inner[0])
         for part in str(inner[1]).split("."):
             target = getattr(target, part, None)
@@ -142,7 +171,8 @@ def check_served(name: str, value: Any, grader: RemoteBackend) -> None:
             check_served(name, v, grader)
 
 
-def load_answers(text: str | None, names: list[str], copy: RemoteBackend, grader: RemoteBackend) -> dict:
+def load_answers(text: str | None, names: list[str], backend: RemoteBackend, grader: RemoteBackend,
+                 modules: frozenset[str] = frozenset()) -> dict:
     """The student's answers, rebuilt and checked; a name that fails is left out and its error kept."""
     if text is None:
         return {}
@@ -152,7 +182,7 @@ def load_answers(text: str | None, names: list[str], copy: RemoteBackend, grader
     out = {}
     for name in names:
         if name in data:
-            value = from_plain(data[name], copy, name)
+            value = from_plain(data[name], backend, name, modules)
             check_served(name, value, grader)
             out[name] = value
     return out
@@ -176,16 +206,20 @@ def environment(**values: str | None) -> Iterator[None]:
         put(previous)
 
 
-def run_test(source: str, names: list[str], answers_text: str | None, copy_socket: str, grader: RemoteBackend,
+def run_test(source: str, names: list[str], answers_text: str | None, socket_path: str, grader: RemoteBackend,
              *, seed: int = 0, proxy_mode: str = "iptables", missing: str = "", task: Any = None,
-             language: str | None = None) -> Outcome:
-    """Run a test cell's source in this process against a copy of the cluster; the outcome decides its score.
-    `language` (LABSUPPORT_LANG while it runs; None: the grader's own) is the language of its messages."""
+             language: str | None = None, modules: frozenset[str] = frozenset(),
+             call_timeout: float = 60.0, carried: dict[str, Any] | None = None) -> Outcome:
+    """Run a test cell's whole source in this process against the lab server's cluster (at `socket_path`); the
+    outcome decides its score. `language` (LABSUPPORT_LANG while it runs; None: the grader's own) is the language
+    of its messages; every request to the server may take `call_timeout` seconds; `carried` are names earlier test
+    cells bound (never fetched from the kernel, which never ran them)."""
     from labsupport.lab import Lab
     out = io.StringIO()
     outcome = Outcome()
     lab = None
-    with environment(**{SOCKET_ENV: copy_socket, LANGUAGE_ENV: language or os.environ.get(LANGUAGE_ENV)}):
+    with environment(**{SOCKET_ENV: socket_path, TIMEOUT_ENV: str(call_timeout),
+                        LANGUAGE_ENV: language or os.environ.get(LANGUAGE_ENV)}):
         try:
             lab = Lab(backend="sim", seed=seed, proxy_mode=proxy_mode)
             checks = importlib.import_module("labsupport.checks")
@@ -193,13 +227,16 @@ def run_test(source: str, names: list[str], answers_text: str | None, copy_socke
                                          "checks": checks}
             if task is not None:
                 namespace["task"] = task
-            namespace.update(load_answers(answers_text, names, lab.backend, grader))
+            namespace.update(carried or {})
+            namespace.update(load_answers(answers_text, [n for n in names if n not in (carried or {})],
+                                          lab.backend, grader, modules))
             for name in names:
                 if name not in namespace and missing:
                     raise AnswerError(tr("{name} could not be read: {missing}", name=name, missing=missing))
             code = compile(source, "<test>", "exec")
             with contextlib.redirect_stdout(out):
                 exec(code, namespace)
+            outcome.bound = {name: namespace[name] for name in bound_names(source) if name in namespace}
         except (Exception, SystemExit) as e:      # the test failed: its error is the cell's verdict
             outcome.ename = type(e).__name__
             outcome.evalue = str(e)
@@ -212,4 +249,4 @@ def run_test(source: str, names: list[str], answers_text: str | None, copy_socke
 
 
 __all__ = ["AnswerError", "Outcome", "free_names", "from_plain", "check_served", "load_answers", "run_test",
-           "PROVIDED", "environment"]
+           "PROVIDED", "environment", "imported_modules", "bound_names"]

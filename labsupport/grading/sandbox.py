@@ -1,10 +1,12 @@
 """The sandbox a graded kernel runs in: bubblewrap, a scratch copy of one submission, limits, no network.
 
-Inside, the kernel sees the system and the Python environment read-only, its own scratch copy of the submission
-(its working directory) and a private /tmp, and one folder of sockets: the kernel's own `ipc` channels and the lab
-server's student socket. Nothing else of the machine is mounted — not the course folder (source, release, other
-students' submissions, the gradebook, the config) nor the grader's home. It has no network, no view of the
-grader's processes, and limits on memory, processes, open files and file size.
+Inside, the kernel sees the system and the Python environment read-only, its own copy of the submission (its
+working directory) and a private /tmp, both size-capped tmpfs, and one folder of sockets: the kernel's own `ipc`
+channels, the lab server's student socket and the API server's. Nothing else of the machine is mounted — not the
+course folder (source, release, other students' submissions, the gradebook, the config) nor the grader's home. It
+has no network (its own loopback only), no view of the grader's processes, and limits on memory, processes, open
+files and file size. Graded as root, the kernel runs as an unprivileged uid of its own, which maps to no user of the
+host (inside the sandbox it is `nobody`), so root's files stay root's.
 
 Set LABSUPPORT_GRADING_SANDBOX=off to grade without it (an instructor testing their own notebooks only).
 """
@@ -14,6 +16,7 @@ import os
 import pathlib
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -28,6 +31,8 @@ OPT_OUT_ENV = "LABSUPPORT_GRADING_SANDBOX"
 #: Prefix of every scratch folder, so leftovers are easy to find.
 PREFIX = "labsupport-grade-"
 CONFINE = pathlib.Path(__file__).with_name("confine.py")
+#: What a copy of a submission leaves out.
+IGNORED = frozenset({".ipynb_checkpoints", "__pycache__"})
 
 
 class SandboxUnavailable(LabError):
@@ -43,6 +48,7 @@ class Limits:
     files: int = 256                    # open descriptors
     file_size: int = 64 * 2**20         # largest file it may write, bytes
     tmp_size: int = 256 * 2**20         # its private /tmp, bytes
+    work_size: int = 256 * 2**20        # its working directory (the copy of the submission), bytes
 
     @classmethod
     def from_env(cls) -> "Limits":
@@ -63,10 +69,10 @@ def problems() -> list[str]:
         return ["bubblewrap (not installed: `apt-get install bubblewrap` on Debian/Ubuntu, "
                 "`dnf install bubblewrap` on Fedora)"]
     try:
-        proc = subprocess.run([bwrap, *system_binds(), "--unshare-all", "--unshare-user",
-                               "--uid", "65534", "--gid", "65534",
-                               "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev", "--", "true"],
-                              capture_output=True, text=True, timeout=30)
+        isolation = ["--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"] if os.geteuid() else \
+            ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+        proc = subprocess.run([bwrap, *system_binds(), *isolation, "--cap-drop", "ALL", "--proc", "/proc",
+                               "--dev", "/dev", "--", "true"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as e:
         return [f"bubblewrap did not start: {e}"]
     if proc.returncode != 0:
@@ -101,13 +107,9 @@ def pids_cgroup_parent() -> pathlib.Path | None:
 
 
 def process_limit_problems() -> list[str]:
-    """Why the process limit cannot hold here: root's processes escape RLIMIT_NPROC, so root needs a pids cgroup."""
-    if os.geteuid() != 0 or pids_cgroup_parent() is not None:
-        return []
-    return ["grading runs as root, whose processes RLIMIT_NPROC does not count, and no writable pids cgroup was "
-            "found to limit them instead: grade as an ordinary user, or give this process a pids cgroup it may "
-            "write (cgroup v1 `pids` mounted at /sys/fs/cgroup/pids, or cgroup v2 with +pids in "
-            "cgroup.subtree_control of its cgroup)"]
+    """Why the process limit cannot hold here (nothing: as root the kernel runs as a uid of its own, whose
+    processes RLIMIT_NPROC counts; a pids cgroup, where one is writable, limits the sandbox as well)."""
+    return []
 
 
 def require() -> None:
@@ -120,6 +122,57 @@ def require() -> None:
                                  "(never for students' work: see grading/README.md)")
 
 
+class SubmissionRefused(LabError):
+    """A submission holds something other than regular files and folders (a symlink, a device, a hard link)."""
+
+
+def regular_file(path: pathlib.Path) -> os.stat_result:
+    """The stat of a file a submission may hold: a regular file, not a symlink, with no other name (hard link);
+    SubmissionRefused otherwise."""
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        raise SubmissionRefused(f"{path}: cannot be read ({e.strerror})") from e
+    if stat.S_ISLNK(st.st_mode):
+        raise SubmissionRefused(f"{path} is a symbolic link: a submission holds regular files only")
+    if not stat.S_ISREG(st.st_mode):
+        raise SubmissionRefused(f"{path} is not a regular file: a submission holds regular files only")
+    if st.st_nlink != 1:
+        raise SubmissionRefused(f"{path} has other names (a hard link): a submission holds its own files only")
+    return st
+
+
+def check_submission(folder: pathlib.Path) -> list[pathlib.Path]:
+    """Every file of a submission folder, refusing (SubmissionRefused) a folder or file that is a symlink or
+    anything but a regular file or folder; checkpoints and caches are left out."""
+    if folder.is_symlink() or not folder.is_dir():
+        raise SubmissionRefused(f"{folder} is not a folder (a symbolic link or a file): refused")
+    files = []
+    for current, dirs, names in os.walk(folder, followlinks=False):
+        dirs[:] = [d for d in dirs if d not in IGNORED]
+        for d in dirs:
+            if os.path.islink(os.path.join(current, d)):
+                raise SubmissionRefused(f"{os.path.join(current, d)} is a symbolic link: a submission holds "
+                                        "regular files only")
+        for name in names:
+            path = pathlib.Path(current, name)
+            regular_file(path)
+            files.append(path)
+    return files
+
+
+def copy_submission(source: pathlib.Path, dest: pathlib.Path) -> None:
+    """Copy a submission's regular files (refusing anything else) into `dest`, reading each without following a
+    link."""
+    for path in check_submission(source):
+        target = dest / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as src, open(target, "wb") as out:
+            shutil.copyfileobj(src, out)
+    dest.mkdir(parents=True, exist_ok=True)
+
+
 def system_binds() -> list[str]:
     """bwrap arguments that mount the system, Python and labsupport read-only, and nothing else."""
     args: list[str] = []
@@ -130,10 +183,30 @@ def system_binds() -> list[str]:
         elif path.is_dir():
             args += ["--ro-bind", str(path), str(path)]
     package = pathlib.Path(labsupport.__file__).resolve().parent
-    for path in dict.fromkeys((sys.base_prefix, sys.prefix, os.path.realpath(sys.prefix), str(package))):
-        if not path.startswith("/usr/") and os.path.isdir(path):
-            args += ["--ro-bind", path, path]
+    python = [p for p in dict.fromkeys((sys.base_prefix, sys.prefix, os.path.realpath(sys.prefix), str(package)))
+              if not p.startswith("/usr/") and os.path.isdir(p)]
+    # the folders above them are made in the sandbox open to pass through (bubblewrap would make them private, and
+    # a kernel that is not root could not reach its Python under, say, /root); nothing else of them is there
+    above = sorted({str(parent) for p in python for parent in pathlib.Path(p).parents if str(parent) != "/"},
+                   key=lambda p: p.count("/"))
+    for folder in above:
+        args += ["--perms", "0755", "--dir", folder]
+    for path in python:
+        args += ["--ro-bind", path, path]
     return args
+
+
+#: The first uid a sandbox graded as root may run as (one per sandbox, so RLIMIT_NPROC counts that sandbox alone);
+#: far above any user a system makes.
+SANDBOX_UIDS = range(3_100_000_000, 3_200_000_000)
+
+
+def sandbox_uid() -> int | None:
+    """The host uid a sandbox runs as: a fresh unprivileged one when grading as root, else None (the grader's own,
+    which the user namespace maps to `nobody` inside)."""
+    if os.geteuid() != 0:
+        return None
+    return SANDBOX_UIDS.start + int.from_bytes(os.urandom(4), "big") % len(SANDBOX_UIDS)
 
 
 class Sandbox:
@@ -142,12 +215,17 @@ class Sandbox:
     def __init__(self, submission: str | os.PathLike, limits: Limits | None = None):
         self.limits = limits or Limits.from_env()
         self.root = pathlib.Path(tempfile.mkdtemp(prefix=PREFIX))
+        self.uid = sandbox_uid()
         os.chmod(self.root, 0o700)
-        self.work = self.root / "work"
+        self.staging = self.root / "submission"      # the copy the sandbox reads, into its own tmpfs
+        self.work = self.root / "work"               # inside the sandbox only: a tmpfs
         self.run = self.root / "run"
-        shutil.copytree(submission, self.work, symlinks=True,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        copy_submission(pathlib.Path(submission), self.staging)
         self.run.mkdir(mode=0o700)
+        if self.uid is not None:
+            os.chown(self.run, self.uid, self.uid)
+            for path in (self.staging, *self.staging.rglob("*")):
+                os.chown(path, self.uid, self.uid, follow_symlinks=False)
         self.cgroup: pathlib.Path | None = None
         parent = pids_cgroup_parent() if os.geteuid() == 0 else None
         if parent is not None:
@@ -156,22 +234,39 @@ class Sandbox:
             (self.cgroup / "pids.max").write_text(str(self.limits.processes))
 
     def wrap(self, argv: list[str]) -> list[str]:
-        """The command that runs `argv` confined: limits first, then bubblewrap."""
+        """The command that runs `argv` confined: limits first, then bubblewrap (as root: privileged, and the
+        kernel then drops to the sandbox's own uid inside)."""
         limits = self.limits
+        if self.uid is None:        # an ordinary user: an unprivileged user namespace, the grader is nobody inside
+            isolation = ["--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534"]
+            inside: list[str] = []
+        else:                       # root: no user namespace (its root would be the host's); drop to the uid inside
+            isolation = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                         "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            inside = [sys.executable, "-I", str(CONFINE), "--become", str(self.uid),
+                      "--processes", str(limits.processes), "--"]
         # bwrap mounts in order: the private /tmp comes first, so that a Python or a course that lives under the
         # host's /tmp is bound on top of it rather than hidden by it.
         bwrap = [shutil.which("bwrap") or "bwrap", "--size", str(limits.tmp_size), "--tmpfs", "/tmp",
-                 *system_binds(),
-                 "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                 "--uid", "65534", "--gid", "65534", "--hostname", "graded",
-                 "--proc", "/proc", "--dev", "/dev",
-                 "--bind", str(self.work), str(self.work),
+                 *system_binds(), "--die-with-parent", "--new-session", "--cap-drop", "ALL", *isolation,
+                 "--hostname", "graded", "--proc", "/proc", "--dev", "/dev",
+                 "--perms", "0711", "--dir", str(self.root),
+                 "--ro-bind", str(self.staging), str(self.staging),
+                 "--perms", "0777", "--size", str(limits.work_size), "--tmpfs", str(self.work),
                  "--bind", str(self.run), str(self.run),
                  "--chdir", str(self.work), "--setenv", "HOME", "/tmp", "--"]
+        # the kernel's working directory starts as a copy of the submission, on its own capped tmpfs
+        start = ["/bin/sh", "-c", 'cp -R "$0"/. . && exec "$@"', str(self.staging)]
         cgroup = ["--cgroup", str(self.cgroup)] if self.cgroup is not None else []
         return [sys.executable, "-I", str(CONFINE), "--memory", str(limits.memory),
                 "--processes", str(limits.processes), "--files", str(limits.files),
-                "--file-size", str(limits.file_size), *cgroup, "--", *bwrap, *argv]
+                "--file-size", str(limits.file_size), *cgroup, "--", *bwrap, *inside, *start, *argv]
+
+    def give(self, path: str | os.PathLike) -> None:
+        """Make a file the grader wrote (the kernel's connection file) the sandbox's, when it runs as a uid of
+        its own."""
+        if self.uid is not None:
+            os.chown(path, self.uid, self.uid)
 
     def close(self) -> None:
         """Kill whatever still runs in the sandbox's cgroup, remove it and the scratch folders."""
@@ -194,5 +289,5 @@ class Sandbox:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-__all__ = ["OPT_OUT_ENV", "Limits", "Sandbox", "SandboxUnavailable", "opted_out", "problems", "require",
-           "system_binds"]
+__all__ = ["OPT_OUT_ENV", "Limits", "Sandbox", "SandboxUnavailable", "SubmissionRefused", "opted_out", "problems",
+           "require", "system_binds", "check_submission", "copy_submission", "regular_file", "sandbox_uid"]

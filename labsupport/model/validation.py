@@ -852,6 +852,10 @@ def _validate_endpointslice(obj: dict, old: dict | None) -> list[FieldError]:
     return errs
 
 
+#: A ConfigMap's data and binaryData together, keys included (upstream's MaxSecretSize, 1 MiB).
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def _validate_configmap(obj: dict, old: dict | None) -> list[FieldError]:
     errs: list[FieldError] = []
     data = obj.get("data") or {}
@@ -870,6 +874,9 @@ def _validate_configmap(obj: dict, old: dict | None) -> list[FieldError]:
             errs += [FieldError.invalid(f"{section}[{key}]", key, msg) for msg in msgs]
             if section == "binaryData" and key in data:
                 errs.append(FieldError.invalid(f"binaryData[{key}]", key, "duplicate of key present in data"))
+    total = sum(len(k) + len(str(v)) for values in (data, binary) for k, v in values.items())
+    if total > MAX_CONFIG_BYTES:
+        errs.append(FieldError("Too long", "[]", "", f"must have at most {MAX_CONFIG_BYTES} bytes"))
     return errs
 
 

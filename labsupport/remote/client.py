@@ -1,17 +1,26 @@
 """The backend that is a client of a lab server: every Lab verb becomes one request over a unix socket."""
 from __future__ import annotations
 
+import base64
 import itertools
+import json
+import os
+import shutil
 import socket
-import sys
+import tempfile
 import threading
 from typing import Any, Callable
 
 from labsupport.errors import BackendUnavailable, LabError
 from labsupport.i18n import tr
-from labsupport.kubectl import KubectlResult
+from labsupport.kubectl import KubectlResult, run_kubectl
+from labsupport.relay import SocketRelay, loopback_listener
 from labsupport.remote import wire
 from labsupport.results import ClusterSnapshot, CurlResult, NslookupAnswer, Trace
+
+
+#: The environment variable with the seconds one request may take (unset: no limit); the grader sets it.
+TIMEOUT_ENV = "LABSUPPORT_LAB_TIMEOUT"
 
 
 class RemoteConnection:
@@ -52,8 +61,15 @@ class RemoteBackend:
 
     name = "remote"
 
-    def __init__(self, path: str, *, seed: int = 0, proxy_mode: str = "iptables", hello: bool = True):
+    def __init__(self, path: str, *, seed: int = 0, proxy_mode: str = "iptables", hello: bool = True,
+                 timeout: float | None = None):
         self.path = path
+        if timeout is None and os.environ.get(TIMEOUT_ENV):
+            timeout = float(os.environ[TIMEOUT_ENV])
+        self.timeout = timeout
+        self._relay: SocketRelay | None = None
+        self._folder: str | None = None
+        self._kubeconfig: str | None = None
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -64,6 +80,7 @@ class RemoteBackend:
             raise BackendUnavailable(tr("cannot reach the lab server at {path}: {error}; it runs only while a "
                                         "notebook is graded (unset LABSUPPORT_LAB_SOCKET to use a local cluster)",
                                         path=path, error=e.strerror or e)) from e
+        self._sock.settimeout(timeout)
         self._stream = self._sock.makefile("rb")
         if hello:
             self.call("hello", seed, proxy_mode)
@@ -76,7 +93,11 @@ class RemoteBackend:
             try:
                 self._sock.sendall(wire.dumps(message))
                 reply = wire.read_message(self._stream)
-            except OSError as e:
+            except TimeoutError as e:
+                self._sock.close()             # a late reply must not be taken for the next request's
+                raise LabError(tr("the lab server did not answer {method} within {seconds:g} s", method=method,
+                                  seconds=self.timeout)) from e
+            except (OSError, ValueError) as e:
                 raise LabError(f"the lab server at {self.path} stopped answering: {e}") from e
         if reply is None:
             raise LabError(f"the lab server at {self.path} closed the connection")
@@ -185,19 +206,37 @@ class RemoteBackend:
 
     # --- tools ---------------------------------------------------------------------------------------------
     def kubeconfig(self) -> str:
-        """A graded cluster has no kubeconfig of its own: kubectl runs beside it."""
-        raise LabError("a graded cluster is reached through lab.kubectl(...) only; it has no kubeconfig here")
+        """A kubeconfig of this client's own for the server's API server, reached through a loopback port that
+        relays to the server's API socket (the token is the student's on the student socket: the API server checks
+        every request against the student role)."""
+        if self._kubeconfig is None:
+            access = self.call("kubectl_access")
+            folder = tempfile.mkdtemp(prefix="labsupport-kubectl-")
+            path = access["socket"]
+            listener = loopback_listener()
+            self._relay = SocketRelay(listener, lambda: _unix_connection(path), name="kubectl").start()
+            config = {
+                "apiVersion": "v1", "kind": "Config", "preferences": {},
+                "clusters": [{"name": "graded", "cluster": {
+                    "server": f"https://127.0.0.1:{listener.getsockname()[1]}",
+                    "certificate-authority-data": base64.b64encode(access["certificate"].encode()).decode()}}],
+                "users": [{"name": access["user"], "user": {"token": access["token"]}}],
+                "contexts": [{"name": "graded", "context": {"cluster": "graded", "user": access["user"],
+                                                             "namespace": "default"}}],
+                "current-context": "graded"}
+            target = os.path.join(folder, "kubeconfig")
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(config, f)
+            self._folder, self._kubeconfig = folder, target
+        return self._kubeconfig
 
     def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None,
                 timeout: float | None = None, events: int | None = None) -> KubectlResult:
-        """kubectl, run by the lab server against its API server (reading commands only while graded); a watch
-        stops after `events` rows or `timeout` seconds, as locally."""
-        result: KubectlResult = self.call("kubectl", command, input=input, timeout=timeout, events=events)
-        if show:
-            result.shown = True
-            sys.stdout.write(result.stdout + result.stderr)
-            sys.stdout.flush()
-        return result
+        """kubectl, run here (in the graded kernel's sandbox, with its limits) against the server's API server,
+        which allows the student what the student role allows; a watch stops after `events` rows or `timeout`
+        seconds, as locally."""
+        return run_kubectl(self.kubeconfig(), command, show=show, input=input, timeout=timeout, events=events)
 
     def meter(self, kinds: tuple[str, ...], watchers: int | None) -> Any:
         """Watch-traffic meters stay with a local cluster."""
@@ -225,12 +264,29 @@ class RemoteBackend:
         self.call("sync_proxies")
 
     def close(self) -> None:
-        """Hang up (the server and its cluster stay for the grader)."""
+        """Hang up (the server and its cluster stay for the grader); stop kubectl's relay and remove its files."""
+        if self._relay is not None:
+            self._relay.stop()
+            self._relay = None
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = self._kubeconfig = None
         try:
             self._stream.close()
             self._sock.close()
         except OSError:
             pass
+
+
+def _unix_connection(path: str) -> socket.socket:
+    """A connection to the unix socket at `path`."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 __all__ = ["RemoteBackend", "RemoteConnection"]

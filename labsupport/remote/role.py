@@ -1,53 +1,74 @@
 """The student role of a graded cluster: what a namespace-scoped Role in a real class would allow.
 
-A student writes only namespaced objects of the kinds a user owns (Pods, Services, ConfigMaps, workloads), only in
-their own namespaces, never status, never Nodes, Namespaces, Events, nor the objects the controllers own
-(EndpointSlices, Endpoints); kubectl runs only its reading commands. Refusals are the API server's 403.
+A student reads everything, and writes only namespaced objects of the kinds a user owns (Pods, Services,
+ConfigMaps, workloads, and their scale), only in their own namespaces: never status, never Nodes, Namespaces,
+Events, nor the objects the controllers own (EndpointSlices, Endpoints), never another identity. The one policy
+decides both the lab server's own verbs (`lab.apply`, `lab.delete`, `lab.scale`) and every request the API server
+gets with the student's token, whatever client sends it (kubectl in the graded kernel): refusals are the API
+server's 403.
 """
 from __future__ import annotations
 
-import shlex
+from labsupport.apiserver.authz import Attributes, forbidden
+from labsupport.errors import APIError, Forbidden
+from labsupport.model.kinds import KINDS, by_kind, resolve
 
-from labsupport.errors import APIError
-from labsupport.model.kinds import KindInfo, by_kind, resolve
-
-#: The user who grades; the name a refusal shows.
+#: The user who is graded; the name a refusal shows.
 STUDENT = "student"
 #: Kinds a student may create, change and delete.
 WRITABLE_KINDS = frozenset({"Pod", "Service", "ConfigMap", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"})
 #: Namespaces that belong to the cluster, not to the student.
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
-#: kubectl commands that only read.
-READING_COMMANDS = frozenset({"get", "describe", "explain", "api-resources", "api-versions", "version", "logs",
-                              "cluster-info", "events", "top", "wait", "auth", "options", "help"})
+#: Verbs that only read.
+READING_VERBS = frozenset({"get", "list", "watch"})
+#: Non-resource paths anyone may read (system:discovery, system:public-info-viewer).
+PUBLIC_PATHS = ("/api", "/apis", "/openapi", "/version", "/healthz", "/livez", "/readyz")
+#: Pod subresources that run something in a pod or reach it (exec, attach, port-forward).
+POD_SESSIONS = frozenset({"exec", "attach", "portforward"})
+#: The self-reviews (`kubectl auth can-i`, `whoami`) every user may create.
+REVIEWS = frozenset({"selfsubjectaccessreviews", "selfsubjectrulesreviews", "selfsubjectreviews"})
+_KINDS_BY_PLURAL = {(info.group, info.plural): info for info in KINDS}
 
 
-class Forbidden(APIError):
-    """The role does not allow the request: `pods "x" is forbidden: User "student" cannot …`."""
+class StudentPolicy:
+    """The student role as an authorization policy (`labsupport.apiserver.authz.Policy`)."""
 
-    code = 403
-    reason = "Forbidden"
+    def refusal(self, attrs: Attributes) -> str | None:
+        """None when the student may make this request; otherwise why not."""
+        if not attrs.is_resource:
+            public = attrs.path in PUBLIC_PATHS or any(attrs.path.startswith(p + "/") for p in PUBLIC_PATHS)
+            return None if attrs.verb in ("get", "head") and public else ""
+        if attrs.resource in REVIEWS:
+            return None if attrs.verb == "create" else ""
+        if attrs.verb == "impersonate":
+            return ""
+        if attrs.verb in READING_VERBS and attrs.subresource not in POD_SESSIONS:
+            return None
+        if attrs.namespace in SYSTEM_NAMESPACES:
+            return f"{attrs.namespace} belongs to the cluster"
+        if attrs.resource == "pods" and attrs.subresource in POD_SESSIONS:
+            return None
+        info = _KINDS_BY_PLURAL.get((attrs.group, attrs.resource))
+        if info is None or not info.namespaced:
+            return "only objects in the student's namespaces can be written"
+        if info.kind not in WRITABLE_KINDS:
+            return f"{info.plural} are written by the cluster's controllers"
+        if attrs.subresource not in ("", "scale"):
+            return f"{attrs.subresource} is written by the cluster"
+        return None
 
 
-def forbidden(verb: str, info: KindInfo, name: str, namespace: str | None, why: str = "") -> Forbidden:
-    """The API server's refusal of one request."""
-    where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
-    subject = f'{info.resource} "{name}"' if name else info.resource
-    message = (f'{subject} is forbidden: User "{STUDENT}" cannot {verb} resource "{info.plural}" in API group '
-               f'"{info.group}"{where}' + (f": {why}" if why else ""))
-    return Forbidden(message, kind=info.plural, name=name, group=info.group)
+POLICY = StudentPolicy()
 
 
 def check_write(verb: str, kind: str, name: str, namespace: str | None, api_version: str | None = None) -> None:
-    """Refuse a write the student role does not allow."""
+    """Refuse a write the student role does not allow, with the API server's 403."""
     info = by_kind(kind, api_version) if api_version is not None else resolve(kind)
-    ns = (namespace or "default") if info.namespaced else None
-    if not info.namespaced:
-        raise forbidden(verb, info, name, None, "only objects in the student's namespaces can be written")
-    if info.kind not in WRITABLE_KINDS:
-        raise forbidden(verb, info, name, ns, f"{info.plural} are written by the cluster's controllers")
-    if ns in SYSTEM_NAMESPACES:
-        raise forbidden(verb, info, name, ns, f"{ns} belongs to the cluster")
+    attrs = Attributes(verb, info.plural, info.group, namespace=(namespace or "default") if info.namespaced else None,
+                       name=name)
+    why = POLICY.refusal(attrs)
+    if why is not None:
+        raise forbidden(STUDENT, attrs, why)
 
 
 def student_manifest(obj: dict) -> dict:
@@ -61,21 +82,5 @@ def student_manifest(obj: dict) -> dict:
     return {k: v for k, v in obj.items() if k != "status"}
 
 
-def check_kubectl(command: str | list[str]) -> list[str]:
-    """The kubectl arguments, if the student role may run them; writes go through `lab.apply` and friends."""
-    args = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
-    if args and args[0] == "kubectl":
-        args = args[1:]
-    verb = next((a for a in args if not a.startswith("-")), "")
-    if verb not in READING_COMMANDS:
-        raise Forbidden(f'User "{STUDENT}" cannot run "kubectl {verb}" on the graded cluster: kubectl may only '
-                        f"read here ({', '.join(sorted(READING_COMMANDS))}); change objects with lab.apply, "
-                        "lab.delete or lab.scale")
-    if any(a.startswith("--kubeconfig") or a.startswith("--server") or a.startswith("--token")
-           or a in ("-s",) for a in args):
-        raise Forbidden(f'User "{STUDENT}" cannot point kubectl at another server or identity while graded')
-    return args
-
-
-__all__ = ["Forbidden", "STUDENT", "WRITABLE_KINDS", "SYSTEM_NAMESPACES", "READING_COMMANDS", "forbidden",
-           "check_write", "student_manifest", "check_kubectl"]
+__all__ = ["Forbidden", "STUDENT", "WRITABLE_KINDS", "SYSTEM_NAMESPACES", "READING_VERBS", "POLICY",
+           "StudentPolicy", "check_write", "student_manifest"]

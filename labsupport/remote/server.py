@@ -2,9 +2,14 @@
 
 While a notebook is graded, its kernel runs in a sandbox and its `Lab()` is a client of this server, which the
 grader starts outside the sandbox. Two sockets: the *student* socket (bind-mounted into the sandbox) allows only
-what the student role allows (`labsupport.remote.role`); the *grader* socket also answers `copy` (a private copy
-of the cluster, forked, for re-running a test without touching the student's cluster) and `served` (whether an
-object or result is one this server really handed out).
+what the student role allows (`labsupport.remote.role`); the *grader* socket also answers `served` (whether an
+object or result is one this server really handed out). kubectl never runs here: a client runs it itself, against
+this server's API server, which it reaches through a third socket beside the student socket and which checks every
+request of the student's token against the same role.
+
+Nothing the student sends is unbounded: a request is at most `REQUEST_LIMIT` bytes, an object what etcd stores, a
+move of the clock finite and at most `MAX_ADVANCE` seconds, the whole clock `HORIZON` seconds; the grader runs
+this process with memory and CPU-time limits.
 
     python -m labsupport.remote.server --student /run/lab.sock --grader /run/grader.sock --seed 0
 """
@@ -13,15 +18,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
-import signal
 import socket
 import sys
 import threading
 from typing import Any
 
 from labsupport.sim.backend import EmbeddedBackend
-from labsupport.errors import BadRequest, LabError, NotFound
+from labsupport import errors
+from labsupport.errors import BadRequest, ClockLimit, LabError, NotFound
+from labsupport.relay import SocketRelay
 from labsupport.remote import role, wire
 from labsupport.results import ClusterSnapshot, ProxyStatus
 
@@ -29,13 +36,18 @@ from labsupport.results import ClusterSnapshot, ProxyStatus
 VERBS = frozenset({"get", "list", "now", "nslookup", "curl", "trace", "proxy_rules", "conntrack", "proxy_mode",
                    "logs", "summary_html", "client_ip", "snapshot", "sync_proxies", "advance", "wait_step",
                    "connect", "connection_request", "connection_close", "connection_state", "exec", "hello",
-                   "set_proxy_mode", "stop_kube_proxy", "start_kube_proxy", "kubectl"})
+                   "set_proxy_mode", "stop_kube_proxy", "start_kube_proxy", "kubectl_access"})
 #: Verbs that change objects: checked against the student role on the student socket.
 WRITING = frozenset({"apply", "create", "delete", "scale"})
 #: Verbs only the grader's socket answers.
-GRADER_ONLY = frozenset({"copy", "served"})
-#: Seconds a copy waits for its grader, and for each of its requests, before it exits.
-COPY_WAIT = 300
+GRADER_ONLY = frozenset({"served"})
+#: The largest request the student socket reads, in bytes (the API server's own body limit).
+REQUEST_LIMIT = 3 * 1024 * 1024
+#: The longest one move of the clock may be, and how far a graded cluster's clock may go in all, in seconds.
+MAX_ADVANCE = 3600.0
+HORIZON = 86400.0
+#: The name of the socket, beside the student socket, that relays to the API server.
+API_SOCKET = "api.sock"
 #: The kinds the picture draws as workloads.
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")
 
@@ -49,9 +61,16 @@ def fingerprint(value: Any) -> str:
 class LabServer:
     """One embedded cluster behind a student socket and a grader socket."""
 
-    def __init__(self, student_socket: str, grader_socket: str, *, seed: int = 0, proxy_mode: str = "iptables"):
+    def __init__(self, student_socket: str, grader_socket: str, *, seed: int = 0, proxy_mode: str = "iptables",
+                 student_uid: int | None = None):
         self.seed = seed
         self.backend = EmbeddedBackend(seed=seed, proxy_mode=proxy_mode)
+        clock = self.backend.cluster.clock
+        clock.horizon = clock.now + HORIZON
+        self.student_uid = student_uid
+        self.api_socket = os.path.join(os.path.dirname(student_socket), API_SOCKET)
+        self._api_relay: SocketRelay | None = None
+        self._student_token: str | None = None
         self.initial_mode = proxy_mode
         self.lock = threading.RLock()
         self.served_digests: set[str] = set()
@@ -64,7 +83,7 @@ class LabServer:
     def listen(self) -> None:
         """Bind both sockets (each readable and writable by its owner only)."""
         for path, student in ((self.student_socket, True), (self.grader_socket, False)):
-            sock = bind(path)
+            sock = bind(path, owner=self.student_uid if student else None)
             self.listeners.append(sock)
             threading.Thread(target=self._accept, args=(sock, student), daemon=True).start()
 
@@ -81,7 +100,11 @@ class LabServer:
         with conn, conn.makefile("rb") as stream:
             while True:
                 try:
-                    message = wire.read_message(stream)
+                    message = wire.read_message(stream, limit=REQUEST_LIMIT if student else wire.MAX_MESSAGE)
+                except wire.MessageTooLarge:            # refused, and the stream is at the next message
+                    conn.sendall(wire.dumps({"id": None, "error": wire.encode_error(
+                        errors.APIError(f"Request entity too large: limit is {REQUEST_LIMIT}"))}))
+                    continue
                 except wire.WireError as e:
                     conn.sendall(wire.dumps({"id": None, "error": wire.encode_error(e)}))
                     return
@@ -155,8 +178,11 @@ class LabServer:
         return self.served(self.backend.scale(name, replicas, namespace))
 
     def do_advance(self, student: bool, seconds: float) -> None:
-        if not isinstance(seconds, (int, float)) or seconds < 0:
-            raise BadRequest(f"advance takes a number of seconds, 0 or more, not {seconds!r}")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+                or seconds < 0:
+            raise BadRequest(f"advance takes a finite number of seconds, 0 or more, not {seconds!r}")
+        if seconds > MAX_ADVANCE:
+            raise ClockLimit(f"a graded cluster's clock moves at most {MAX_ADVANCE:g} s at a time, not {seconds:g} s")
         self.backend.advance(seconds)
 
     def do_now(self, student: bool) -> float:
@@ -165,7 +191,10 @@ class LabServer:
     def do_wait_step(self, student: bool, deadline: float, timeout: float) -> float:
         """Move the clock to the next timer (at most to the deadline); TimeoutError once the deadline is reached."""
         cluster = self.backend.cluster
+        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not math.isfinite(deadline):
+            raise BadRequest(f"wait_step takes a finite deadline, not {deadline!r}")
         with cluster.lock:
+            deadline = min(deadline, cluster.clock.horizon or deadline)
             if cluster.clock.now >= deadline:
                 raise TimeoutError(f"the condition did not hold within {timeout:g} s of cluster time")
             due = cluster.clock.next_due()
@@ -207,10 +236,21 @@ class LabServer:
     def do_logs(self, student: bool, pod: str, namespace: str, container: str | None) -> str:
         return self.backend.logs(pod, namespace, container)
 
-    def do_kubectl(self, student: bool, command: str | list[str], input: str | None = None,
-                   timeout: float | None = None, events: int | None = None):
-        args = role.check_kubectl(command) if student else command
-        return self.backend.kubectl(args, show=False, input=input, timeout=timeout, events=events)
+    def do_kubectl_access(self, student: bool) -> dict:
+        """What a client needs to run kubectl itself against this cluster: the socket that relays to the API server,
+        the server's certificate, and a token (the student's, checked against the student role on every request;
+        the administrator's on the grader socket)."""
+        api = self.backend.apiserver()
+        if self._api_relay is None:
+            listener = bind(self.api_socket, owner=self.student_uid)
+            self._api_relay = SocketRelay(listener, lambda: socket.create_connection(("127.0.0.1", api.port),
+                                                                                     timeout=10),
+                                          name="apiserver").start()
+        if student and self._student_token is None:
+            self._student_token = api.add_user(role.STUDENT, role.POLICY)
+        return {"socket": self.api_socket, "certificate": api.certificate,
+                "token": self._student_token if student else api.token,
+                "user": role.STUDENT if student else "kubernetes-admin"}
 
     def do_summary_html(self, student: bool) -> str:
         return self.backend.summary_html()
@@ -268,31 +308,10 @@ class LabServer:
         """Whether this value (an object, a list of objects, a result) is one the cluster handed out."""
         return fingerprint(value) in self.served_digests
 
-    def do_copy(self, student: bool, path: str) -> str:
-        """Fork a private copy of the cluster that serves one grader connection on `path`, then exits."""
-        listener = bind(path)
-        pid = os.fork()
-        if pid:
-            listener.close()
-            return path
-        try:                                   # the copy: one thread, one client, then gone
-            for sock in self.listeners:
-                sock.close()
-            self.backend._apiserver = None
-            listener.settimeout(COPY_WAIT)
-            conn, _ = listener.accept()
-            listener.close()
-            conn.settimeout(COPY_WAIT)
-            self.serve_connection(conn, student=False)
-        finally:
-            if self.backend._apiserver is not None:     # one this copy started for itself: its files go too
-                self.backend._apiserver.stop()
-            os._exit(0)
 
-
-def bind(path: str) -> socket.socket:
-    """A listening unix socket at `path` that only its owner may use."""
-    if os.path.exists(path):
+def bind(path: str, owner: int | None = None) -> socket.socket:
+    """A listening unix socket at `path` that only its owner may use (`owner`: that uid instead of ours)."""
+    if os.path.lexists(path):
         os.unlink(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o077)
@@ -300,6 +319,8 @@ def bind(path: str) -> socket.socket:
         sock.bind(path)
     finally:
         os.umask(old)
+    if owner is not None:
+        os.chown(path, owner, -1)
     sock.listen(16)
     return sock
 
@@ -311,13 +332,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grader", required=True, help="path of the grader socket")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--proxy-mode", default="iptables")
+    parser.add_argument("--student-uid", type=int, help="the uid the student socket belongs to (the sandbox's)")
     opts = parser.parse_args(argv)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)       # copies exit on their own; nobody waits for them
-    server = LabServer(opts.student, opts.grader, seed=opts.seed, proxy_mode=opts.proxy_mode)
+    server = LabServer(opts.student, opts.grader, seed=opts.seed, proxy_mode=opts.proxy_mode,
+                       student_uid=opts.student_uid)
     server.listen()
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     sys.stdin.read()                                    # the grader holds our stdin: its end is ours
+    if server._api_relay is not None:
+        server._api_relay.stop()
     server.backend.close()                              # the API server kubectl used, and its files
     return 0
 

@@ -14,7 +14,6 @@ from labsupport import errors
 from labsupport.apps import ExecResult
 from labsupport.dataplane.netfilter import Hit
 from labsupport.kubectl import KubectlResult
-from labsupport.remote.role import Forbidden
 from labsupport.results import ClusterSnapshot, CurlResult, Hop, NslookupAnswer, ProxyStatus, Trace
 
 #: The record types that may cross the socket, by name.
@@ -24,8 +23,8 @@ RECORDS: dict[str, type] = {cls.__name__: cls for cls in (
 #: The errors a reply may carry, rebuilt on the other side with the same class and message.
 ERRORS: dict[str, type] = {cls.__name__: cls for cls in (
     errors.LabError, errors.BackendUnavailable, errors.APIError, errors.NotFound, errors.AlreadyExists,
-    errors.Conflict, errors.BadRequest, errors.MethodNotAllowed, errors.InternalError, errors.Invalid, Forbidden,
-    TimeoutError, ValueError, KeyError, TypeError)}
+    errors.Conflict, errors.BadRequest, errors.MethodNotAllowed, errors.InternalError, errors.Invalid,
+    errors.Forbidden, errors.ClockLimit, TimeoutError, ValueError, KeyError, TypeError)}
 
 #: The largest message either side reads, in bytes.
 MAX_MESSAGE = 64 * 1024 * 1024
@@ -88,8 +87,9 @@ def decode_error(data: dict) -> BaseException:
         return errors.Invalid(data.get("kind", ""), data.get("name", ""), list(data.get("errors") or []),
                               data.get("group", ""))
     if issubclass(cls, errors.APIError):
-        err = cls(data.get("message", ""), kind=data.get("kind", ""), name=data.get("name", ""),
-                  group=data.get("group", ""))
+        err = errors.APIError.__new__(cls)         # the message as sent, not rebuilt by the class's constructor
+        errors.APIError.__init__(err, data.get("message", ""), kind=data.get("kind", ""), name=data.get("name", ""),
+                                 group=data.get("group", ""))
         if cls is errors.APIError:
             err.code = data.get("code", 500)
             err.reason = data.get("reason", "InternalError")
@@ -102,13 +102,22 @@ def dumps(message: dict) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
-def read_message(stream) -> dict | None:
-    """The next message from a binary stream (None at its end); refuses oversized or malformed lines."""
-    line = stream.readline(MAX_MESSAGE + 1)
+class MessageTooLarge(WireError):
+    """A message over the reader's limit: refused, and skipped to its end so the next one can be read."""
+
+
+def read_message(stream, limit: int = MAX_MESSAGE) -> dict | None:
+    """The next message from a binary stream (None at its end); refuses lines over `limit` bytes (skipping the rest
+    of such a line, never holding it) or malformed."""
+    line = stream.readline(limit + 1)
     if not line:
         return None
-    if len(line) > MAX_MESSAGE:
-        raise WireError(f"a message longer than {MAX_MESSAGE} bytes")
+    if len(line) > limit:
+        while not line.endswith(b"\n"):
+            line = stream.readline(65536)
+            if not line:
+                break
+        raise MessageTooLarge(f"a message longer than {limit} bytes")
     try:
         message = json.loads(line)
     except ValueError as e:

@@ -1,4 +1,5 @@
-"""The lab server and its client: every Lab verb over the socket, the student role, served objects, copies."""
+"""The lab server and its client: every Lab verb over the socket, the student role (its own verbs and kubectl's
+every request to the API server), served objects, answers as plain data."""
 from __future__ import annotations
 
 import json
@@ -103,31 +104,22 @@ def test_status_in_a_students_write_is_ignored(lab):
     with pytest.raises(Forbidden):
         lab.delete("endpointslices", lab.get("endpointslices", selector="kubernetes.io/service-name=web")[0]
                    ["metadata"]["name"])
-    with pytest.raises(Forbidden, match='cannot run "kubectl delete"'):
-        lab.kubectl("delete svc web")
+    refused = lab.kubectl("delete node lab-worker", show=False)
+    assert refused.returncode != 0
+    assert ('nodes "lab-worker" is forbidden: User "student" cannot delete resource "nodes" in API group "" at the '
+            'cluster scope') in refused.stderr
     lab.delete("deployment", "stuck")
 
 
 def test_grader_verbs_are_not_for_the_student(lab, server):
     with pytest.raises(LabError, match="belongs to the grader"):
-        lab.backend.call("copy", "/tmp/nowhere.sock")
+        lab.backend.call("served", {})
     grader = RemoteBackend(server[1], hello=False)
     served = lab.get("endpointslices", selector="kubernetes.io/service-name=web")[0]
     assert grader.call("served", served)
     forged = json.loads(json.dumps(served))
     forged["endpoints"][0]["conditions"]["ready"] = False
     assert not grader.call("served", forged)
-    grader.close()
-
-
-def test_a_copy_is_private(lab, server, tmp_path):
-    grader = RemoteBackend(server[1], hello=False)
-    copy = RemoteBackend(grader.call("copy", str(tmp_path / "copy.sock")), hello=False)
-    copy.delete("svc", "web", "default")
-    with pytest.raises(NotFound):
-        copy.get("svc", "web", "default")
-    assert lab.get("svc", "web")["metadata"]["name"] == "web"
-    copy.close()
     grader.close()
 
 
@@ -139,7 +131,7 @@ def test_answers_travel_as_plain_data_only(lab, server, tmp_path):
                  "func": lambda: 1, "result": lab.curl("http://web/", source=f"pod/{pod}")}
     names = list(namespace) + ["absent"]
     text = answers.dump(names, namespace)
-    copy = RemoteBackend(grader.call("copy", str(tmp_path / "c.sock")), hello=False)
+    copy = grader
     back = {}
     for name in ("n", "modes", "pair", "answer", "slices", "result"):
         back.update(rerun.load_answers(text, [name], copy, grader))
@@ -160,7 +152,6 @@ def test_answers_travel_as_plain_data_only(lab, server, tmp_path):
     renamed = answers.dump(["runner"], {"runner": os.system})
     with pytest.raises(rerun.AnswerError, match="runner holds a function"):
         rerun.load_answers(renamed, ["runner"], copy, grader)
-    copy.close()
     grader.close()
 
 
@@ -171,8 +162,7 @@ def test_the_graders_run_speaks_the_course_language_and_leaves_the_environment(l
     monkeypatch.setenv("LABSUPPORT_LANG", "en" if language == "ru" else "ru")
     before = dict(os.environ)
     grader = RemoteBackend(server[1], hello=False)
-    outcome = rerun.run_test('checks.find(lab, "svc", "nope")', [], "{}", grader.call("copy", str(tmp_path / "l.sock")),
-                             grader, language=language)
+    outcome = rerun.run_test('checks.find(lab, "svc", "nope")', [], "{}", server[1], grader, language=language)
     grader.close()
     assert outcome.ename == "CheckFailed" and message in outcome.evalue
     assert dict(os.environ) == before
@@ -189,3 +179,52 @@ got = {s["metadata"]["name"] for s in (captured if isinstance(captured, list) el
 from urllib.parse import urlsplit
 assert got and got <= names, f"{sorted(got)} {victim_ip}"'''
     assert sorted(rerun.free_names(source)) == ["captured", "victim_ip"]
+
+
+def test_kubectl_is_the_students_on_every_request(lab):
+    assert lab.kubectl("auth can-i delete nodes", show=False).stdout.strip() == "no"
+    assert lab.kubectl("auth can-i create deployments", show=False).stdout.strip() == "yes"
+    assert lab.kubectl("auth whoami", show=False).stdout.count("student") >= 1
+    for argv in (["--as=kubernetes-admin", "get", "pods"], ["--as=x", "--as-group=system:masters", "get", "pods"]):
+        refused = lab.kubectl(argv, show=False)
+        assert refused.returncode != 0 and 'cannot impersonate resource "users"' in refused.stderr, refused.stderr
+    refused = lab.kubectl(["-n", "kube-system", "create", "configmap", "planted"], show=False)
+    assert 'configmaps is forbidden: User "student" cannot create resource "configmaps" in API group "" ' \
+           'in the namespace "kube-system"' in refused.stderr
+    patched = lab.kubectl(["patch", "deployment", "web", "--subresource=status", "--type=merge",
+                           "-p", '{"status":{"readyReplicas":9}}'], show=False)
+    assert patched.returncode != 0 and "status is written by the cluster" in patched.stderr
+    assert lab.kubectl("get endpointslices", show=False).returncode == 0
+
+
+def test_the_clock_moves_finitely_and_not_past_its_end(lab):
+    for seconds, error in ((float("nan"), "finite"), (float("inf"), "finite"), (-1, "0 or more"),
+                           (1e9, "at most 3600 s at a time")):
+        with pytest.raises(LabError, match=error):
+            lab.backend.advance(seconds)
+    with pytest.raises(LabError, match="finite deadline"):
+        lab.backend.call("wait_step", float("inf"), 1)
+
+
+def test_an_oversized_request_is_refused_and_the_connection_goes_on(lab):
+    with pytest.raises(LabError, match="Request entity too large"):
+        lab.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "huge"},
+                   "data": {"blob": "x" * (4 * 2**20)}})
+    with pytest.raises(LabError, match="must have at most 1048576 bytes"):
+        lab.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+                   "data": {"blob": "x" * (1024 * 1024 + 1)}})
+    assert lab.get("svc", "web")["metadata"]["name"] == "web"
+
+
+def test_a_module_travels_only_when_the_notebook_imports_it(lab, server):
+    grader = RemoteBackend(server[1], hello=False)
+    text = json.dumps({"m": {"__module__": "json"}, "bad": {"__module__": "this"},
+                       "cls": {"__object__": ["collections", "OrderedDict"]}})
+    assert rerun.load_answers(text, ["m"], grader, grader, frozenset({"json"}))["m"] is json
+    with pytest.raises(rerun.AnswerError, match="cannot read"):
+        rerun.load_answers(text, ["bad"], grader, grader, frozenset({"json"}))
+    with pytest.raises(rerun.AnswerError, match="cannot read"):
+        rerun.load_answers(text, ["cls"], grader, grader, frozenset({"json"}))
+    assert rerun.imported_modules(["import os.path\nfrom urllib.parse import urlsplit\nfrom . import x"]) == \
+        {"os", "os.path", "urllib", "urllib.parse"}
+    grader.close()

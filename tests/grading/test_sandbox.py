@@ -24,6 +24,21 @@ try:
 except OSError:
     out["writes_package"] = False
 open("answer.txt", "w").write("mine")
+out["answer"] = open("answer.txt").read()
+try:
+    open("/etc/shadow").read()
+    out["shadow"] = True
+except OSError:
+    out["shadow"] = False
+written = 0
+try:
+    for n in range(40):
+        with open(f"fill-{n}", "wb") as f:
+            f.write(b"x" * (7 * 2**20))
+        written += 7
+except OSError:
+    pass
+out["work_mib"] = written
 try:
     socket.create_connection(("127.0.0.1", PORT), timeout=2).close()
     out["network"] = True
@@ -68,7 +83,8 @@ def sandbox(tmp_path):
     submission = tmp_path / "submission"
     submission.mkdir()
     (submission / "notebook.ipynb").write_text("{}")
-    box = Sandbox(submission, Limits(memory=512 * 2**20, processes=32, files=64, file_size=8 * 2**20))
+    box = Sandbox(submission, Limits(memory=512 * 2**20, processes=32, files=64, file_size=8 * 2**20,
+                                     work_size=64 * 2**20))
     yield box
     box.close()
     assert not box.root.exists()
@@ -83,7 +99,11 @@ def test_code_in_the_sandbox_sees_and_reaches_only_its_own(sandbox, tmp_path):
     listener.close()
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.splitlines()[-1])
-    assert out["uid"] == 65534 and out["cwd"] == str(sandbox.work) and out["files"] == ["notebook.ipynb"]
+    # an ordinary grader is nobody inside; root grades as an unprivileged uid of the sandbox's own
+    assert out["uid"] == (65534 if sandbox.uid is None else sandbox.uid) and out["uid"] != 0
+    assert out["cwd"] == str(sandbox.work) and out["files"] == ["notebook.ipynb"] and out["answer"] == "mine"
+    assert out["shadow"] is False
+    assert 0 < out["work_mib"] <= 64                       # its working directory is a tmpfs of its own size
     assert not out["sees_grading"] and not out["writes_package"] and not out["network"]
     assert out["sees_home"] in ([], [".pyenv"])           # at most the interpreter, when it lives there
     assert out["pid1"].endswith("bwrap") and len(out["processes"]) <= 3
@@ -91,7 +111,7 @@ def test_code_in_the_sandbox_sees_and_reaches_only_its_own(sandbox, tmp_path):
     assert 0 < out["memory_mib"] < 512
     assert out["children"] < 32
     assert out["big_file"] is False
-    assert (sandbox.work / "answer.txt").read_text() == "mine"
+    assert not (sandbox.work / "answer.txt").exists()     # the working copy never was on the host's disk
     assert not (ROOT / "labsupport" / "written-from-the-sandbox").exists()
 
 
