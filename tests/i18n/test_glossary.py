@@ -21,8 +21,8 @@ GLOSSARY = ROOT / "notebooks" / "ru" / "GLOSSARY.md"
 CATALOG = ROOT / "labsupport" / "locale" / "ru.py"
 CYRILLIC = re.compile(r"[А-Яа-яЁё]")
 #: Russian prepositions and determiners after which «Service» would have to be declined: prose, not the kind's name.
-_BEFORE_DECLINED = (r"(?<![\w-])(?i:у|к|ко|на|в|во|за|для|от|с|со|о|об|обо|из|при|по|перед|без|через|до|после|между|"
-                    r"над|под|одн\w+|кажд\w+|эт\w+|сво\w+|люб\w+|нескольк\w+|\d+k?)")
+_BEFORE_DECLINED = (r"(?<![\w.-])(?i:у|к|ко|на|в|во|за|для|от|с|со|о|об|обо|из|при|по|перед|без|через|до|после|"
+                    r"между|над|под|(?:одн|эт|кажд|сво|люб)(?:ого|ому|им|ым|ом|ём)|нескольких|[1-9]\d*k?)")
 
 
 @dataclass(frozen=True)
