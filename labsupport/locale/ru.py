@@ -503,4 +503,8 @@ MESSAGES: dict[str, str] = {
         "ничего не нужно)",
     "kind cluster {name} has no nodes running": "в кластере kind {name} не запущено ни одной ноды",
     "`{command}` on node {node} failed: {output}": "`{command}` на ноде {node} завершилась ошибкой: {output}",
+    # --- the text/plain form of a curl result (what print() and a list of results show)
+    "<CurlResult {status} from pod {pod!r} on {node!r}, client_ip={client_ip!r}>":
+        "<CurlResult {status} от пода {pod!r} на {node!r}, client_ip={client_ip!r}>",
+    "<CurlResult error: {error}>": "<CurlResult ошибка: {error}>",
 }
