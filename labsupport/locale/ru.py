@@ -124,7 +124,7 @@ MESSAGES: dict[str, str] = {
     # --- checks: exercise 3
     'the Service "{service}" has no nodePort: only NodePort and LoadBalancer Services get one; set spec.type: '
     "NodePort.":
-        'у сервиса "{service}" нет nodePort, а он бывает только у Service типа NodePort и LoadBalancer. Задай '
+        'у сервиса "{service}" нет nodePort, а он бывает только у сервисов типа NodePort и LoadBalancer. Задай '
         "spec.type: NodePort.",
     'the Service "{service}" has externalTrafficPolicy {got}, expected {expected}: set spec.externalTrafficPolicy '
     "in its manifest and apply it again.":
@@ -302,7 +302,7 @@ MESSAGES: dict[str, str] = {
         "kube-proxy перезапущен в режиме {mode} (нарисованный путь стёрт, отправь запрос ещё раз)",
     "choose a Service first": "сначала выбери сервис",
     'externalTrafficPolicy applies to NodePort and LoadBalancer Services; "{name}" is {type}':
-        'externalTrafficPolicy бывает только у Service типа NodePort и LoadBalancer, а у "{name}" тип {type}',
+        'externalTrafficPolicy бывает только у сервисов типа NodePort и LoadBalancer, а у "{name}" тип {type}',
     'externalTrafficPolicy of "{name}" is now {policy}': 'externalTrafficPolicy у "{name}" теперь {policy}',
     "redraw failed: {error}": "перерисовать не удалось: {error}",
     # --- RulesView and ConntrackView
@@ -386,7 +386,7 @@ MESSAGES: dict[str, str] = {
     "no variants for assignment {assignment!r}: known are {known}":
         "для задания {assignment!r} нет вариантов: известны {known}",
     "{name}: the kernel sent an answer the grader cannot read":
-        "{name}: ядро прислало ответ, который проверяющий не может прочитать",
+        "{name}: ядро ноутбука прислало ответ, который проверяющий не может прочитать",
     "{name}: a set of values that cannot be in a set": "{name}: множество из значений, которые не могут быть в множестве",
     "{name}: only classes of labsupport or the standard library travel by name":
         "{name}: по имени передаются только классы labsupport и стандартной библиотеки",
@@ -396,7 +396,8 @@ MESSAGES: dict[str, str] = {
     "dicts) or what the lab's verbs returned":
         "в {name} лежит {inner}, а такое проверяющий проверить не может. Ответы должны быть простыми данными "
         "(числа, строки, списки, множества, словари) или тем, что вернули команды lab",
-    "the kernel sent answers the grader cannot read": "ядро прислало ответы, которые проверяющий не может прочитать",
+    "the kernel sent answers the grader cannot read":
+        "ядро ноутбука прислало ответы, которые проверяющий не может прочитать",
     "{name} could not be read: {missing}": "{name} не удалось прочитать: {missing}",
     "{name}: the {what} is not what the cluster returned (its name, uid, resourceVersion and content must be those "
     "of an object the cluster served): keep what lab.get / lab.curl / lab.nslookup returned, unchanged":
@@ -405,10 +406,10 @@ MESSAGES: dict[str, str] = {
         "изменений",
     "the notebook ran longer than {seconds} s": "ноутбук работал дольше {seconds} с",
     "[output cut: more than {count} characters]": "[вывод обрезан: больше {count} символов]",
-    "the kernel stopped (it crashed or was killed)": "ядро остановилось (упало или было убито)",
+    "the kernel stopped (it crashed or was killed)": "ядро ноутбука остановилось (упало или было убито)",
     "a cell ignored the interrupt after its time limit": "ячейка не остановилась по прерыванию после своего лимита времени",
     "(not run: {why})": "(не выполнялась: {why})",
-    "the kernel did not hand over the answers": "ядро не передало ответы",
+    "the kernel did not hand over the answers": "ядро ноутбука не передало ответы",
     "this machine": "эта машина",
     "pod {pod}": "под {pod}",
     "node {node}": "нода {node}",
