@@ -108,7 +108,7 @@ MESSAGES: dict[str, str] = {
         "селектор.",
     'expected the one address of pod "{pod}" ({ip}), got {got}: a StatefulSet pod is named <pod>.<serviceName>, '
     "e.g. web-0.web, and the Service must be headless with the StatefulSet's serviceName as its name.":
-        'ожидался один адрес, пода "{pod}" ({ip}), а получено {got}. Под StatefulSet называется '
+        'ожидался единственный адрес пода "{pod}" ({ip}), а получено {got}. Под StatefulSet называется '
         "<pod>.<serviceName>, например web-0.web, а сервис должен быть headless и называться так же, как "
         "serviceName у StatefulSet.",
     'the StatefulSet "{name}" has serviceName {governing!r}, expected {service!r}: the serviceName names the '
@@ -406,7 +406,8 @@ MESSAGES: dict[str, str] = {
         "изменений",
     "the notebook ran longer than {seconds} s": "ноутбук работал дольше {seconds} с",
     "[output cut: more than {count} characters]": "[вывод обрезан: больше {count} символов]",
-    "the kernel stopped (it crashed or was killed)": "ядро ноутбука остановилось (упало или было убито)",
+    "the kernel stopped (it crashed or was killed)":
+        "ядро ноутбука остановилось (упало или было убито)",
     "a cell ignored the interrupt after its time limit": "ячейка не остановилась по прерыванию после своего лимита времени",
     "(not run: {why})": "(не выполнялась: {why})",
     "the kernel did not hand over the answers": "ядро ноутбука не передало ответы",
@@ -414,7 +415,8 @@ MESSAGES: dict[str, str] = {
     "pod {pod}": "под {pod}",
     "node {node}": "нода {node}",
     "kernel": "ядро",
-    "health checks (real HTTP from the client) {checked}": "проверки работоспособности (настоящий HTTP от клиента) {checked}",
+    "health checks (real HTTP from the client) {checked}":
+        "проверки работоспособности (настоящий HTTP от клиента) {checked}",
     "{dst} → node {node} (chosen among {count} healthy node(s)); client route {dst}/32 via {via}":
         "{dst} → нода {node} (выбрана среди здоровых нод: {count}); маршрут клиента {dst}/32 через {via}",
     "curl {target} from {ip} in network namespace {ns}": "curl {target} с {ip} в сетевом namespace {ns}",
