@@ -1,4 +1,5 @@
-"""A lesson names the picture's buttons exactly as the picture shows them in the lesson's language.
+"""A lesson (and its edition's guide, README.md) names the picture's buttons exactly as the picture shows them in its
+language.
 
 The labels are read from the widget itself: a ClusterGraph is built in each language and every button, toggle,
 option and row label of its controls is collected. In a lesson, a span set off as *emphasis*, «quotes» or
@@ -116,13 +117,28 @@ def test_a_span_names_a_control_by_its_label_or_a_control_word():
                                              (4, "break readiness")]
 
 
+def misnamed(texts: list[tuple[str, str]], language: str, controls: dict[str, Controls]) -> list[str]:
+    """`place, line N: 'span'` for every control the texts name by something `language`'s picture does not show."""
+    every_button = frozenset().union(*(shown.buttons for shown in controls.values()))
+    own = controls[language].labels
+    return [f"{place}, line {line}: {span!r}" for place, text in texts
+            for line, span in named_controls(text, every_button) if span not in own]
+
+
 @pytest.mark.parametrize("edition, path", lesson_params(*EDITIONS))
 def test_a_lesson_names_buttons_as_its_picture_shows_them(controls, edition, path):
     require_lesson(path)
-    every_button = frozenset().union(*(shown.buttons for shown in controls.values()))
-    own = controls[edition.language].labels
-    wrong = [f"{path.relative_to(ROOT)}, cell {cell_id}, line {line}: {span!r}"
-             for cell_id, text in lesson_texts(nbformat.read(path, as_version=4))
-             for line, span in named_controls(text, every_button) if span not in own]
+    texts = [(f"{path.relative_to(ROOT)}, cell {cell_id}", text)
+             for cell_id, text in lesson_texts(nbformat.read(path, as_version=4))]
+    wrong = misnamed(texts, edition.language, controls)
     assert not wrong, (f"buttons named otherwise than the {edition.language} picture shows them "
-                       f"({', '.join(sorted(own))}):\n" + "\n".join(wrong))
+                       f"({', '.join(sorted(controls[edition.language].labels))}):\n" + "\n".join(wrong))
+
+
+@pytest.mark.parametrize("edition", EDITIONS, ids=lambda e: e.language)
+def test_an_editions_guide_names_buttons_as_its_picture_shows_them(controls, edition):
+    path = edition.folder / "README.md"
+    require_lesson(path)
+    text = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), path.read_text())
+    wrong = misnamed([(str(path.relative_to(ROOT)), text)], edition.language, controls)
+    assert not wrong, f"buttons named otherwise than the {edition.language} picture shows them:\n" + "\n".join(wrong)
