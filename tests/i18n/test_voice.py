@@ -1,5 +1,6 @@
 """What a student reads in Russian addresses them as the source lesson does, with «ты»: the catalog of labsupport's
-messages, the Russian course's notebooks and rubrics, and the stubs nbgrader puts in a student's cells."""
+messages, the Russian course's notebooks and rubrics, the stubs nbgrader puts in a student's cells, and the Russian
+READMEs."""
 from __future__ import annotations
 
 import json
@@ -47,6 +48,11 @@ def test_a_message_says_ty(english):
 def test_the_russian_course_says_ty():
     found = [f"{place}: {', '.join(words)}" for place, text in course_texts() if (words := plural_you(text))]
     assert course_texts() and not found, "«вы» in the Russian course:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("name", ["README.ru.md", "grading/ru/README.md"])
+def test_the_russian_readmes_say_ty(name):
+    assert not plural_you((ROOT / name).read_text()), f"«вы» in {name}: {plural_you((ROOT / name).read_text())}"
 
 
 def test_the_stubs_in_a_students_cells_say_ty():
