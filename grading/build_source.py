@@ -204,7 +204,27 @@ class Words:
     rubrics_head: str = RUBRICS_HEAD
     model: str = MODEL_LABEL
     rubric: str = RUBRIC_LABEL
-    points: str = POINTS
+    points: str = POINTS    # one form, or one|few|many (see points_phrase)
+
+
+def points_phrase(points: float, word: str) -> str:
+    """`points` with its word: `word` is one form ("points"), or the three forms one|few|many of a language that
+    declines the word after a number as Russian does ("балл|балла|баллов": 1 балл, 3 балла, 5 баллов, 21 балл; a
+    fraction takes the second form, 1.5 балла)."""
+    forms = word.split("|")
+    if len(forms) == 1:
+        return f"{points:g} {word}"
+    if len(forms) != 3:
+        raise ValueError(f"the word for points must be one form or three (one|few|many), not {word!r}")
+    one, few, many = forms
+    if points != int(points):
+        return f"{points:g} {few}"
+    n = int(points)
+    if n % 10 == 1 and n % 100 != 11:
+        return f"{n} {one}"
+    if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14:
+        return f"{n} {few}"
+    return f"{n} {many}"
 
 
 def rubric_sheet(nbs: list[Notebook], words: Words = Words()) -> str:
@@ -216,7 +236,7 @@ def rubric_sheet(nbs: list[Notebook], words: Words = Words()) -> str:
             continue
         lines += [f"## {nb.assignment} — {nb.title}", ""]
         for cell in manual:
-            lines += [f"### `{cell.grade_id}` ({cell.points:g} {words.points})", "", cell.question, "",
+            lines += [f"### `{cell.grade_id}` ({points_phrase(cell.points, words.points)})", "", cell.question, "",
                       f"**{words.model}** {cell.model}", "", f"**{words.rubric}** {cell.rubric}", ""]
     return "\n".join(lines)
 

@@ -71,9 +71,9 @@ class CurlResult:
 
     def __repr__(self) -> str:
         if self.ok:
-            return (f"<CurlResult {self.status} from pod {self.pod!r} on {self.node!r}, "
-                    f"client_ip={self.client_ip!r}>")
-        return f"<CurlResult error: {self.error}>"
+            return tr("<CurlResult {status} from pod {pod!r} on {node!r}, client_ip={client_ip!r}>",
+                      status=self.status, pod=self.pod, node=self.node, client_ip=self.client_ip)
+        return tr("<CurlResult error: {error}>", error=self.error)
 
     def _repr_html_(self) -> str:
         head = (tr("{status} from pod {pod} on {node}; the app saw client {client_ip}",

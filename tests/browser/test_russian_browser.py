@@ -15,10 +15,10 @@ pytestmark = pytest.mark.browser
 NAME = "ru-up-to-the-picture.ipynb"
 #: What the Russian picture must show: (CSS selector, text).
 RUSSIAN_TEXT = [
-    (f"{LIVE} button", "масштаб"),
+    (f"{LIVE} button", "масштабировать"),
     (f"{LIVE} button", "удалить под"),
-    (f"{LIVE} button", "отправить"),
-    (f"{LIVE} .labsupport-controls", "нагрузка"),
+    (f"{LIVE} button", "отправить запрос"),
+    (f"{LIVE} .labsupport-controls", "рабочая нагрузка"),
     (f"{LIVE} .labsupport-controls", "откуда"),
     (f"{LIVE} svg.cluster-graph", "клиент"),
     (f"{LIVE} svg.cluster-graph", "зона ru-central1-a"),
@@ -30,7 +30,7 @@ def russian_notebook() -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [
-        nbformat.v4.new_markdown_cell("# Поды смертны, Service остаётся\n\n**Цели**: увидеть кластер на картинке."),
+        nbformat.v4.new_markdown_cell("# Поды смертны, Service остаётся\n\n**Цели**: увидеть кластер на схеме."),
         nbformat.v4.new_code_cell("%env LABSUPPORT_LANG=ru\nfrom labsupport import Lab\nlab = Lab(seed=0)\n"
                                   f"lab.apply('''{WEB}''');"),
         nbformat.v4.new_code_cell("lab.graph()"),
@@ -62,6 +62,6 @@ def test_a_russian_lesson_shows_the_picture_in_russian(page, jupyterlab, russian
     page.screenshot(path=str(ARTIFACTS / "browser-russian-lesson.png"), full_page=False)
     assert not missing, f"the picture does not say {missing} in Russian"
     assert page.locator(f"{LIVE} button", has_text="send request").count() == 0, "an English button is left"
-    button(page, "отправить").click()
+    button(page, "отправить запрос").click()
     wait_count(page, f"{LIVE} svg.cluster-graph g.trace-step", "n > 0")
     shut_down_kernel(page)

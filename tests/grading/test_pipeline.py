@@ -75,7 +75,7 @@ spec:
 """
 lab.apply(WEB)
 lab.advance(20)''', "slice-test", "does the selector 'app=wbe' match any pod's labels?",
-                    "совпадает ли селектор 'app=wbe' с метками хоть одного пода?"),
+                    "выбирает ли селектор 'app=wbe' хоть один под?"),
         tampered_test="slice-test", loop_cell="settle", still_passes=("deploy-test", "terminate-test")),
     "02-dns": Plan(
         wrong=Wrong("headless", '''
@@ -89,7 +89,7 @@ spec:
   ports: [{port: 5432, targetPort: 80}]
 """
 lab.apply(HEADLESS_DB)''', "headless-test", "so it is not headless: set spec.clusterIP: None",
-                    "значит, он не headless: задайте spec.clusterIP: None"),
+                    "значит, он не headless: задай spec.clusterIP: None"),
         tampered_test="nslookup-test", loop_cell="pod-dns", still_passes=("headless-test", "statefulset-test")),
     "03-nodeport-source-ip": Plan(
         wrong=Wrong("before", '''
@@ -274,7 +274,7 @@ def test_autograde_ignores_the_graders_backend_setting(course):
 
 
 #: What the autograded notebook shows in each course's language: the task card's head, a passed test's line.
-SPOKEN = {"en": ("Your task", "checks passed"), "ru": ("Ваше задание", "проверки пройдены")}
+SPOKEN = {"en": ("Your task", "checks passed"), "ru": ("Твоё задание", "проверки пройдены")}
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -136,3 +136,16 @@ def test_check_fails_and_names_the_problem(monkeypatch, capsys):
     assert build_source.main(["--check"]) == 1
     out = capsys.readouterr().out
     assert "translation: 02-dns, cell c-01: no ru translation of the text" in out
+
+
+@pytest.mark.parametrize("points, phrase", [(1, "1 балл"), (3, "3 балла"), (5, "5 баллов"), (11, "11 баллов"),
+                                            (21, "21 балл"), (22, "22 балла"), (1.5, "1.5 балла")])
+def test_points_are_declined_after_the_number(points, phrase):
+    assert build_source.points_phrase(points, "балл|балла|баллов") == phrase
+    assert build_source.points_phrase(points, "points") == f"{points:g} points"
+
+
+def test_rubrics_give_the_points_in_full_words():
+    text = (RUSSIAN / "RUBRICS.md").read_text()
+    assert "### `explain-drop` (3 балла)" in text and "### `q1-text` (2 балла)" in text
+    assert " б.)" not in text

@@ -38,16 +38,16 @@ def test_a_selector_that_matches_nothing_fails_in_russian(lab, monkeypatch):
     monkeypatch.setenv(VARIABLE, "ru")
     message = failure(lambda: checks.slice_has_ready_addresses(lab, "typo", 3))
     assert message == (
-        'в слайсах "typo" готовых адресов: 0, а ожидается 3: все ли поды Ready? посмотрите '
-        "lab.get('pods', selector='app=wbe'). Слайс пуст: совпадает ли селектор 'app=wbe' с метками хоть одного "
-        'пода? Ни у одного пода нет меток app=wbe; у подов в namespace "default" метки такие: app=web (подов: 3).')
+        'в слайсах "typo" готовых адресов 0, а нужно 3. Все ли поды Ready? Посмотри '
+        "lab.get('pods', selector='app=wbe'). Слайс пуст: выбирает ли селектор 'app=wbe' хоть один под? "
+        'Ни у одного пода нет меток app=wbe; у подов в namespace "default" метки такие: app=web (подов: 3).')
 
 
 def test_a_missing_object_is_named_in_russian_with_the_call_to_run(lab, monkeypatch):
     monkeypatch.setenv(VARIABLE, "ru")
     message = failure(lambda: checks.service_type(lab, "nope", "NodePort"))
     assert message == ('в namespace "default" нет Service "nope": выполнилась ли без ошибки ячейка, которая его '
-                       "создаёт? Посмотрите, что есть, через lab.get('service').")
+                       "создаёт? Посмотри, что есть, через lab.get('service').")
 
 
 def test_kubernetes_own_messages_stay_as_kubernetes_prints_them(lab, monkeypatch):

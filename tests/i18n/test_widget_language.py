@@ -35,7 +35,7 @@ def test_the_picture_is_english_by_default(lab, monkeypatch):
 def test_the_picture_is_russian_with_ru(lab, monkeypatch):
     monkeypatch.setenv(VARIABLE, "ru")
     graph = ClusterGraph(lab, live=False)
-    assert buttons(graph) == ["масштаб", "удалить под", "отправить", "вперёд на 5 с"]
+    assert buttons(graph) == ["масштабировать", "удалить под", "отправить запрос", "+5 с"]
     assert ">клиент<" in graph.svg and ">под ready<" in graph.svg and "зона ru-central1-a" in graph.svg
     assert "slice web-" not in graph.svg and "слайс web-" in graph.svg
     label, value = next((label, value) for label, value in graph.source.options if value.startswith("pod/"))
@@ -43,7 +43,7 @@ def test_the_picture_is_russian_with_ru(lab, monkeypatch):
     graph.source.value = value
     graph.url.value = "http://web"
     graph._act(graph._send_request)
-    assert " от web-" in graph.status.value and "увиденный IP клиента" in graph.status.value
+    assert " от web-" in graph.status.value and "он увидел IP клиента" in graph.status.value
     assert graph.steps and graph.steps[-1].end.startswith("pod:default/web-"), "the drawn path stops short of the pod"
     assert "по сети нод" in " ".join(step.text for step in graph.steps)
     assert "бэкенд <code>sim</code>, режим kube-proxy <code>iptables</code>" in lab._repr_html_()

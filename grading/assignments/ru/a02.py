@@ -1,68 +1,68 @@
-"""Задание 2 по-русски (grading/assignments/a02.py): headless-сервис, ответы DNS и стабильные имена подов StatefulSet."""
+"""Задание 2 по-русски (grading/assignments/a02.py): headless-сервис, ответы DNS и постоянные имена подов StatefulSet."""
 from grading.build_source import Translation
 
 TRANSLATION = Translation(
     text={
         "013788f9": "Задание 2: headless-сервисы и DNS",
         "35f0340e": """
-Обычный Service получает один виртуальный IP, и DNS отвечает на его имя этим IP; пакеты, отправленные на него,
-переписывает kube-proxy. У *headless*-сервиса (`clusterIP: None`) нет ни виртуального IP, ни правил kube-proxy:
+Обычный сервис получает один виртуальный IP, и DNS отвечает на его имя этим IP; пакеты, отправленные на него,
+переписывает kube-proxy. У *headless*-сервиса (`clusterIP: None`) нет ни виртуального IP, ни правил kube-proxy —
 DNS отвечает адресами самих готовых подов. Это discovery без проксирования, и именно он даёт каждому поду
-StatefulSet собственное стабильное имя.""",
+StatefulSet собственное постоянное имя.""",
         "939900a9": """
-Ячейка ниже запускает три пода `db` за обычным ClusterIP Service и спрашивает у DNS `db`, как это сделал бы
+Ячейка ниже запускает три пода `db` за обычным ClusterIP-сервисом и спрашивает у DNS `db`, как это сделал бы
 `kubectl run -it --rm dnsutils --image=registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7 -- nslookup db`.
-Обратите внимание: адрес один — ClusterIP сервиса.""",
+Заметь: адрес один, и это ClusterIP сервиса.""",
         # Exercise 1
         "f024129f": """
-## Упражнение 1: сделайте `db` headless (3 балла)
+## Упражнение 1: сделай `db` headless (3 балла)
 
-Превратите Service `db` в headless (`clusterIP: None`), сохранив его селектор и порт. Сначала попробуйте
-`lab.apply` с новым манифестом и прочитайте ответ API-сервера: `clusterIP` неизменяем, так что Service придётся
-удалить и создать заново. Дождитесь, пока в его слайсах снова будут три пода.""",
+Преврати сервис `db` в headless (`clusterIP: None`), сохранив его селектор и порт. Сначала попробуй `lab.apply` с
+новым манифестом и прочитай ответ API-сервера: `clusterIP` неизменяем, так что сервис придётся удалить и создать
+заново. Дождись, пока в его слайсах снова будут три пода.""",
         # Exercise 2
         "ef5edc9d": """
 ## Упражнение 2: что DNS говорит теперь (2 балла)
 
-Запишите в `answer` результат `lab.nslookup("db")`, выполненного из временного пода в namespace `default`.
-Сравните его адреса с IP подов (`lab.get("pods", selector="app=db")`).""",
+Запиши в `answer` результат `lab.nslookup("db")`, выполненного из временного пода в namespace `default`.
+Сравни его адреса с IP подов (`lab.get("pods", selector="app=db")`).""",
         # Exercise 3
         "88b61008": """
 ## Упражнение 3: StatefulSet и его имена (2 балла)
 
-Создайте headless-сервис `web` (селектор `app: web`, порт 80 с именем `http`) и StatefulSet `web` с
-`serviceName: web` и 3 репликами `nginx`. StatefulSet запускает поды по одному, по порядку, каждый — только когда
-предыдущий стал Ready; дождитесь, пока все три станут готовыми эндпоинтами `web` (дайте ожиданию больший timeout).""",
+Создай headless-сервис `web` (селектор `app: web`, порт 80 с именем `http`) и StatefulSet `web` с
+`serviceName: web` и 3 репликами `nginx`. StatefulSet запускает поды по одному, по порядку, и каждый — только когда
+предыдущий стал Ready. Дождись, пока все три станут готовыми эндпоинтами `web` (дай ожиданию timeout побольше).""",
         # Exercise 4
         "f56e7704": """
 ## Упражнение 4: один под — одно имя (3 балла)
 
 У каждого пода StatefulSet есть собственное DNS-имя `<под>.<сервис>.<namespace>.svc.<домен кластера>`.
-Запишите в `pod_fqdn` полное имя вашего пода (`task.name_pod`; домен кластера — `cluster.local`), а в
+Запиши в `pod_fqdn` полное имя твоего пода (`task.name_pod`; домен кластера — `cluster.local`), а в
 `pod_answer` — ответ `lab.nslookup` на короткое имя `<под>.web` (его дополняет список поиска из resolv.conf
 пода).""",
         # Exercise 5
         "32b67bd8": """
 ## Упражнение 5: имя переживает под (2 балла)
 
-Удалите ваш под для перезапуска (`task.restart_pod`) через `lab.delete("pod", ...)` и дождитесь, пока StatefulSet
-вернёт новый под с тем же именем и тот станет Ready. У нового пода то же имя и то же DNS-имя. Запишите в
-`back_answer` результат `lab.nslookup` его короткого имени `<под>.web` после его возвращения.""",
+Удали твой под для перезапуска (`task.restart_pod`) через `lab.delete("pod", ...)` и дождись, пока StatefulSet
+вернёт новый под с тем же именем и тот станет Ready. У нового пода то же имя и то же DNS-имя. Запиши в
+`back_answer` результат `lab.nslookup` для его короткого имени `<под>.web`, когда он вернётся.""",
     },
     code={
         "# stands in for a database": "# вместо базы данных",
         "# clusterIP cannot change on a live Service: delete it, then create it again.":
-            "# clusterIP живого Service не меняется: удалите его, затем создайте заново.",
+            "# clusterIP у живого сервиса не меняется: удали его, потом создай заново.",
         '"the slices of a headless Service carry the label service.kubernetes.io/headless: is db really headless?"':
-            '"у слайсов headless-сервиса есть метка service.kubernetes.io/headless: действительно ли db headless?"',
+            '"у слайсов headless-сервиса есть метка service.kubernetes.io/headless; точно ли db headless?"',
         "# Which pods were there before exercise 5, to tell a restarted pod from one left alone.":
             "# Какие поды были до упражнения 5, чтобы отличить перезапущенный под от нетронутого.",
         '"pod_fqdn should be a string"': '"в pod_fqdn должна быть строка"',
         'f"{pod_fqdn!r} is not the full name of {task.name_pod}: <pod>.<service>.<namespace>.svc.cluster.local"':
-            'f"{pod_fqdn!r} — не полное имя {task.name_pod}: <под>.<сервис>.<namespace>.svc.cluster.local"',
+            'f"{pod_fqdn!r} — не полное имя {task.name_pod}; полное имя — <под>.<сервис>.<namespace>.svc.cluster.local"',
         'f"{task.restart_pod} is still terminating: wait for the new one"':
-            'f"{task.restart_pod} всё ещё завершается: дождитесь нового"',
+            'f"{task.restart_pod} всё ещё завершается: дождись нового"',
         'f"{task.restart_pod} is the pod that was there before: delete your pod and wait for its replacement"':
-            'f"{task.restart_pod} — тот же под, что был раньше: удалите ваш под и дождитесь замены"',
+            'f"{task.restart_pod} — тот же под, что был раньше: удали свой под и дождись замены"',
     },
 )
