@@ -503,4 +503,7 @@ MESSAGES: dict[str, str] = {
         "ничего не нужно)",
     "kind cluster {name} has no nodes running": "в кластере kind {name} не запущено ни одной ноды",
     "`{command}` on node {node} failed: {output}": "`{command}` на ноде {node} завершилась ошибкой: {output}",
+    # --- grading: the grader's requests to the lab server
+    "the lab server did not answer {method} within {seconds:g} s":
+        "сервер стенда не ответил на {method} за {seconds:g} с",
 }
