@@ -510,4 +510,7 @@ MESSAGES: dict[str, str] = {
     "<CurlResult {status} from pod {pod!r} on {node!r}, client_ip={client_ip!r}>":
         "<CurlResult {status} от пода {pod!r} на {node!r}, client_ip={client_ip!r}>",
     "<CurlResult error: {error}>": "<CurlResult ошибка: {error}>",
+    # --- grading: the grader's requests to the lab server
+    "the lab server did not answer {method} within {seconds:g} s":
+        "сервер стенда не ответил на {method} за {seconds:g} с",
 }
