@@ -31,7 +31,7 @@ class Edition:
 
 
 ENGLISH = Edition("en", NOTEBOOKS, ("**Goals**", "## Try it", "## Self-check", "## Summary", "## Next"))
-RUSSIAN = Edition("ru", NOTEBOOKS / "ru", ("**Цели**", "## Попробуйте", "## Самопроверка", "## Итоги", "## Дальше"))
+RUSSIAN = Edition("ru", NOTEBOOKS / "ru", ("**Цели**", "## Попробуй", "## Самопроверка", "## Итоги", "## Дальше"))
 EDITIONS = (ENGLISH, RUSSIAN)
 LESSON_GLOB = "[0-9][0-9]-*.ipynb"
 #: The one line a Russian lesson adds: its first code cell chooses the language of what labsupport prints.
