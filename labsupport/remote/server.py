@@ -3,8 +3,9 @@
 While a notebook is graded, its kernel runs in a sandbox and its `Lab()` is a client of this server, which the
 grader starts outside the sandbox. Two sockets: the *student* socket (bind-mounted into the sandbox) allows only
 what the student role allows (`labsupport.remote.role`); the *grader* socket also answers `copy` (a private copy
-of the cluster, forked, for re-running a test without touching the student's cluster) and `served` (whether an
-object or result is one this server really handed out).
+of the cluster, forked, for re-running a test without touching the student's cluster), `served` (whether an
+object or result is one this server really handed out) and `refused` (whether an error message is one this server
+returned).
 
     python -m labsupport.remote.server --student /run/lab.sock --grader /run/grader.sock --seed 0
 """
@@ -33,7 +34,7 @@ VERBS = frozenset({"get", "list", "now", "nslookup", "curl", "trace", "proxy_rul
 #: Verbs that change objects: checked against the student role on the student socket.
 WRITING = frozenset({"apply", "create", "delete", "scale"})
 #: Verbs only the grader's socket answers.
-GRADER_ONLY = frozenset({"copy", "served"})
+GRADER_ONLY = frozenset({"copy", "served", "refused"})
 #: Seconds a copy waits for its grader, and for each of its requests, before it exits.
 COPY_WAIT = 300
 #: The kinds the picture draws as workloads.
@@ -46,6 +47,11 @@ def fingerprint(value: Any) -> str:
     return hashlib.sha256(data.encode()).hexdigest()
 
 
+def message_digest(text: str) -> str:
+    """A digest of an error message: what `refused` compares."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 class LabServer:
     """One embedded cluster behind a student socket and a grader socket."""
 
@@ -55,6 +61,7 @@ class LabServer:
         self.initial_mode = proxy_mode
         self.lock = threading.RLock()
         self.served_digests: set[str] = set()
+        self.refusal_digests: set[str] = set()
         self.connections: dict[int, Any] = {}
         self.listeners: list[socket.socket] = []
         self.student_socket = student_socket
@@ -108,7 +115,9 @@ class LabServer:
                 encoded = wire.encode(result)
             return {"id": message.get("id"), "result": encoded}
         except Exception as e:       # every failure is the client's answer, never the server's end
-            return {"id": message.get("id"), "error": wire.encode_error(e)}
+            error = wire.encode_error(e)
+            self.refusal_digests.add(message_digest(str(wire.decode_error(error))))
+            return {"id": message.get("id"), "error": error}
 
     def served(self, value: Any) -> Any:
         """Remember a value handed out (objects one by one), then return it."""
@@ -268,6 +277,10 @@ class LabServer:
         """Whether this value (an object, a list of objects, a result) is one the cluster handed out."""
         return fingerprint(value) in self.served_digests
 
+    def do_refused(self, student: bool, text: str) -> bool:
+        """Whether `text` is the message of an error this server returned (what `str(err)` gives the client)."""
+        return isinstance(text, str) and message_digest(text) in self.refusal_digests
+
     def do_copy(self, student: bool, path: str) -> str:
         """Fork a private copy of the cluster that serves one grader connection on `path`, then exits."""
         listener = bind(path)
@@ -326,4 +339,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["LabServer", "fingerprint", "bind", "main"]
+__all__ = ["LabServer", "fingerprint", "message_digest", "bind", "main"]
