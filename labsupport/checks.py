@@ -484,6 +484,20 @@ def reached_node_port(result: Any, lab: Any, service: str, namespace: str = "def
     return parts.hostname
 
 
+def sent_to(result: Any, lab: Any, node: str, port: int | None = None) -> str:
+    """The request went to the IP of `node` (and to `port`, when given)."""
+    _check_result(result)
+    ips = node_ips(lab)
+    if node not in ips:
+        _fail(tr("{node!r} is not a node name: the nodes are {nodes}.", node=node, nodes=sorted(ips)))
+    parts = urlsplit(result.url if "://" in result.url else f"http://{result.url}")
+    if parts.hostname != ips[node] or (port is not None and parts.port != port):
+        _fail(tr("the request went to {host}:{got}, not to {node} ({ip}:{port}): send it to that node's IP, so the "
+                 "answer shows what happens on that node.", host=parts.hostname, got=parts.port, node=node,
+                 ip=ips[node], port=port if port is not None else parts.port))
+    return ips[node]
+
+
 def source_ip_snatted(result: Any, lab: Any) -> str:
     """The app saw a node's address instead of the client's: the request was masqueraded (SNAT)."""
     _check_result(result)
@@ -824,7 +838,7 @@ __all__ = [
     "captured_slices", "was_listed", "endpoint_terminating", "deleted_at", "waited", "address_gone", "headless",
     "nslookup_returns_pod_ips", "nslookup_is_pod", "pod_replaced",
     "statefulset_pods", "node_port", "external_traffic_policy", "seen_ip", "reached_node_port",
-    "source_ip_snatted", "source_ip_preserved", "dropped", "node_without_pod", "iptables_service_chain",
+    "sent_to", "source_ip_snatted", "source_ip_preserved", "dropped", "node_without_pod", "iptables_service_chain",
     "iptables_chain_rules", "iptables_endpoint_jumps", "service_chain", "endpoint_chains", "probabilities",
     "equal_shares", "nft_numgen", "ipvs_real_servers", "service_answers", "balanced", "refusal", "close_to",
     "choice", "choices",

@@ -552,4 +552,8 @@ MESSAGES: dict[str, str] = {
     "the cluster did say {answer!r}, but that is not the refusal asked for: it should say {missing}.":
         "кластер действительно ответил {answer!r}, но это не тот отказ, о котором спрашивают: в нём должно быть "
         "{missing}.",
+    "the request went to {host}:{got}, not to {node} ({ip}:{port}): send it to that node's IP, so the answer shows "
+    "what happens on that node.":
+        "запрос ушёл на {host}:{got}, а не на {node} ({ip}:{port}): отправь его на IP этой ноды, чтобы ответ "
+        "показал, что происходит именно на ней.",
 }
