@@ -792,6 +792,29 @@ def _refused_by_server(lab: Any, text: str) -> bool | None:
         return None
 
 
+def counted(hits: Any, responses: Any, url: str, source: str) -> dict:
+    """`hits` counts, per pod, the answers in `responses`: the results lab.curl returned for `url` from `source`,
+    each its own request."""
+    if not isinstance(responses, (list, tuple)) or not responses \
+            or not all(hasattr(r, "body") and hasattr(r, "client_port") for r in responses):
+        _fail(tr("responses should be the list of results lab.curl returned, one per request, got {responses!r}: "
+                 "without them the counts in hits are only numbers written down.", responses=responses))
+    strays = [r for r in responses if r.url != url or r.source != source or not r.ok]
+    if strays:
+        _fail(tr("{count} of the responses are not answers to {url} from {source} (the first: {first!r}): count only "
+                 "the requests the problem asks for.", count=len(strays), url=url, source=source, first=strays[0]))
+    if len({(r.client_ip, r.client_port, r.pod) for r in responses}) != len(responses):
+        _fail(tr("responses holds the same result more than once: each request is its own connection, from its own "
+                 "port, and counts once."))
+    seen: dict[str, int] = {}
+    for r in responses:
+        seen[r.body] = seen.get(r.body, 0) + 1
+    if hits != seen:
+        _fail(tr("hits is {hits}, but the responses you kept count {seen}: count the .body of each of them.",
+                 hits=hits, seen=seen))
+    return seen
+
+
 # --- answers to questions --------------------------------------------------------------------------------
 
 def close_to(answer: Any, expected: float, relative: float = 0.05, what: str = "the value") -> None:
@@ -840,6 +863,6 @@ __all__ = [
     "statefulset_pods", "node_port", "external_traffic_policy", "seen_ip", "reached_node_port",
     "sent_to", "source_ip_snatted", "source_ip_preserved", "dropped", "node_without_pod", "iptables_service_chain",
     "iptables_chain_rules", "iptables_endpoint_jumps", "service_chain", "endpoint_chains", "probabilities",
-    "equal_shares", "nft_numgen", "ipvs_real_servers", "service_answers", "balanced", "refusal", "close_to",
+    "equal_shares", "nft_numgen", "ipvs_real_servers", "service_answers", "balanced", "counted", "refusal", "close_to",
     "choice", "choices",
 ]

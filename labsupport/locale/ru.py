@@ -556,4 +556,18 @@ MESSAGES: dict[str, str] = {
     "what happens on that node.":
         "запрос ушёл на {host}:{got}, а не на {node} ({ip}:{port}): отправь его на IP этой ноды, чтобы ответ "
         "показал, что происходит именно на ней.",
+    "responses should be the list of results lab.curl returned, one per request, got {responses!r}: without them the "
+    "counts in hits are only numbers written down.":
+        "в responses должен быть список результатов, которые вернул lab.curl, по одному на запрос, а там "
+        "{responses!r}: без них числа в hits — просто записанные числа.",
+    "{count} of the responses are not answers to {url} from {source} (the first: {first!r}): count only the "
+    "requests the problem asks for.":
+        "ответов в responses не на запрос к {url} из {source}: {count} (первый: {first!r}): считай только те "
+        "запросы, о которых говорится в задаче.",
+    "responses holds the same result more than once: each request is its own connection, from its own port, and "
+    "counts once.":
+        "в responses один и тот же результат встречается несколько раз: каждый запрос — своё соединение со своего "
+        "порта, и считается он один раз.",
+    "hits is {hits}, but the responses you kept count {seen}: count the .body of each of them.":
+        "в hits {hits}, а по сохранённым responses выходит {seen}: посчитай .body каждого из них.",
 }

@@ -11,7 +11,8 @@ tests need); then each test cell a cheat aimed at must score 0 and say why. The 
   DNS to miss; and `uids_before = {}` typed, so a pod never deleted passes for its replacement;
 * 03: `before` sent to the pod's own node, which masquerades too, while `other_node` names another;
 * 04: `web` scaled to zero, so the empty lists of chains, probabilities and IPVS real servers match empty rules;
-* 05: the API server's refusal typed by hand as `admin_error`.
+* 05: the API server's refusal typed by hand as `admin_error`; `hits` written down for every pod, with one
+  response repeated as the `responses` it claims to count.
 """
 from __future__ import annotations
 
@@ -61,10 +62,16 @@ sep_chains = []''',
         "ipvs": '''
 lab.set_proxy_mode("ipvs")
 real_servers, scheduler = [], "rr"'''}),
-    "typed-refusal": ("05-troubleshooting", (), {
+    "typed-answers": ("05-troubleshooting", (), {
         "admin": '''
 admin_error = ('The Service "admin" is invalid: spec.ports[0].nodePort: Invalid value: '
-               f'{task.taken_node_port}: provided port is already allocated')'''}),
+               f'{task.taken_node_port}: provided port is already allocated')''',
+        "api": '''
+conn.close()
+one = lab.curl("http://api/hostname", source="pod/client")
+pods = [p["metadata"]["name"] for p in lab.get("pods", selector="app=api")]
+responses = [one] * 30 * len(pods)
+hits = {name: 30 for name in pods}'''}),
 }
 
 #: (student, test cell that must score 0, a part of the message it must fail with).
@@ -80,7 +87,8 @@ FINDINGS = [
     ("scaled-to-zero", "endpoint-chains-test", "list 0 ready address(es), expected"),
     ("scaled-to-zero", "probabilities-test", "list 0 ready address(es), expected"),
     ("scaled-to-zero", "ipvs-test", "list 0 ready address(es), expected"),
-    ("typed-refusal", "admin-error-test", "is not a message the cluster returned to you"),
+    ("typed-answers", "admin-error-test", "is not a message the cluster returned to you"),
+    ("typed-answers", "api-test", "holds the same result more than once"),
 ]
 
 

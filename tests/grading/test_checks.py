@@ -252,3 +252,21 @@ def test_a_refusal_on_a_local_cluster_is_checked_for_its_words():
         assert checks.refusal("x is invalid: provided port is already allocated", lab, "already allocated")
         assert "not the refusal asked for" in fails(checks.refusal, "x is invalid", lab, "already allocated")
         assert "expected the message of the error you caught" in fails(checks.refusal, None, lab, "x")
+
+
+def test_hits_are_counted_from_the_responses_kept():
+    with Lab(backend="sim", seed=0) as lab:
+        lab.apply(WEB)
+        lab.wait(lambda l: len(checks.ready_addresses(l, "web")) == 3)
+        pod = lab.get("pods", selector="app=web")[0]["metadata"]["name"]
+        responses = [lab.curl("http://web/", source=f"pod/{pod}") for _ in range(6)]
+        hits = {}
+        for r in responses:
+            hits[r.body] = hits.get(r.body, 0) + 1
+        assert checks.counted(hits, responses, "http://web/", f"pod/{pod}") == hits
+        assert "more than once" in fails(checks.counted, {responses[0].body: 6}, [responses[0]] * 6, "http://web/",
+                                         f"pod/{pod}")
+        assert "only numbers written down" in fails(checks.counted, hits, [], "http://web/", f"pod/{pod}")
+        assert "are not answers to http://web/ from client" in \
+            fails(checks.counted, hits, responses, "http://web/", "client")
+        assert "count the .body of each" in fails(checks.counted, {"x": 6}, responses, "http://web/", f"pod/{pod}")

@@ -47,15 +47,16 @@ source="pod/client")` получает отказ. Запишите `diagnosis_p
 чем не мог столкнуться (пусть порт выберет API-сервер). Он должен отвечать снаружи кластера на IP каждой ноды на
 своём nodePort.""",
         # Problem 5
-        "4f0a33c6": """
+        "b99d5fab": """
 ## Проблема 5: `api` (3 балла)
 
 `api` отмасштабировали с одного пода до вашего числа подов (`task.api_replicas`), но `conn.request()` (открытое
 соединение клиента) всегда попадает на один и тот же под: попробуйте `Counter(conn.request().body for _ in
 range(30))` (`from collections import Counter`). Запишите `diagnosis_api`. Затем почините сторону клиента:
 закройте `conn` и сделайте по 30 запросов на под к `http://api/hostname` из `pod/client` так, чтобы kube-proxy
-мог их распределить (каждый — своим соединением). Посчитайте ответы по подам (`.body` у `/hostname` — имя пода)
-в словарь `hits`.""",
+мог их распределить (каждый — своим соединением). Сохраните результаты этих запросов в том виде, в каком их
+вернул `lab.curl`, в список `responses`, а ответы посчитайте по подам (`.body` у `/hostname` — имя пода) в словарь
+`hits`.""",
     },
     code={
         "# A client keeps one HTTP connection open to api while it still has one pod; then api scales out.":
