@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from labsupport.apps.stop import hook_seconds
 from labsupport.control.clock import parse_rfc3339
-from labsupport.errors import BadRequest, LabError, NotFound
+from labsupport.errors import LabError, NotFound
 from labsupport.i18n import tr
 from labsupport.remote.client import RemoteBackend
 
@@ -781,15 +781,12 @@ def refusal(answer: Any, lab: Any, *fragments: str) -> str:
 
 
 def _refused_by_server(lab: Any, text: str) -> bool | None:
-    """Whether the lab server returned an error with this message (None: no lab server, or not the grader's
-    connection to it, which alone may ask)."""
+    """Whether the lab server returned an error with this message (None: a local cluster, which keeps no record).
+    Only the grader's connection may ask; on the student's the server refuses, and so does the check."""
     backend = lab.backend
     if not isinstance(backend, RemoteBackend):
         return None
-    try:
-        return bool(backend.refused(text))
-    except BadRequest:
-        return None
+    return bool(backend.refused(text))
 
 
 def counted(hits: Any, responses: Any, url: str, source: str) -> dict:
