@@ -307,6 +307,8 @@ checks.refusal(admin_error, lab, 'Service "admin" is invalid', f"nodePort: Inval
 checks.service_type(lab, "admin", "NodePort")
 port = checks.node_port(lab, "admin")
 assert port != checks.node_port(lab, "legacy"), "admin cannot share legacy's nodePort"
+assert checks.node_port(lab, "legacy") == task.taken_node_port, \\
+    "legacy must keep its nodePort: moving it out of admin's way is not the fix, admin should take a free port"
 for ip in checks.node_ips(lab).values():
     result = lab.curl(f"http://{ip}:{port}/", source="client")
     checks.reached_node_port(result, lab, "admin")'''),

@@ -11,7 +11,8 @@ tests need); then each test cell a cheat aimed at must score 0 and say why. The 
   DNS to miss; and `uids_before = {}` typed, so a pod never deleted passes for its replacement;
 * 03: `before` sent to the pod's own node, which masquerades too, while `other_node` names another;
 * 04: `web` scaled to zero, so the empty lists of chains, probabilities and IPVS real servers match empty rules;
-* 05: the API server's refusal typed by hand as `admin_error`; `hits` written down for every pod, with one
+* 05: the API server's refusal typed by hand as `admin_error`; the provided `legacy` moved to another nodePort so
+  that `admin` can take the one it asked for; `hits` written down for every pod, with one
   response repeated as the `responses` it claims to count.
 """
 from __future__ import annotations
@@ -62,6 +63,18 @@ sep_chains = []''',
         "ipvs": '''
 lab.set_proxy_mode("ipvs")
 real_servers, scheduler = [], "rr"'''}),
+    "moved-legacy": ("05-troubleshooting", (), {
+        "admin": '''
+lab.apply(f"""
+apiVersion: v1
+kind: Service
+metadata: {{name: legacy}}
+spec:
+  type: NodePort
+  selector: {{app: legacy}}
+  ports: [{{port: 80, nodePort: {task.taken_node_port + 1}}}]
+""")
+lab.apply(ADMIN_SVC)'''}),
     "typed-answers": ("05-troubleshooting", (), {
         "admin": '''
 admin_error = ('The Service "admin" is invalid: spec.ports[0].nodePort: Invalid value: '
@@ -89,6 +102,7 @@ FINDINGS = [
     ("scaled-to-zero", "ipvs-test", "list 0 ready address(es), expected"),
     ("typed-answers", "admin-error-test", "is not a message the cluster returned to you"),
     ("typed-answers", "api-test", "holds the same result more than once"),
+    ("moved-legacy", "admin-test", "legacy must keep its nodePort"),
 ]
 
 

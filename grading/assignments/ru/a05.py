@@ -69,6 +69,9 @@ range(30))` (`from collections import Counter`). Запишите `diagnosis_api
         "# where the pods listen: their --http-port": "# где слушают поды: их --http-port",
         '"keep the Service\'s port 80"': '"оставьте у Service порт 80"',
         '"admin cannot share legacy\'s nodePort"': '"admin не может делить nodePort с legacy"',
+        '"legacy must keep its nodePort: moving it out of admin\'s way is not the fix, admin should take a free port"':
+            '"legacy должен сохранить свой nodePort: убрать его с дороги admin — не решение, admin должен занять '
+            'свободный порт"',
         '"hits should count answers by pod name (the body of /hostname)"':
             '"hits должен считать ответы по имени пода (тело ответа /hostname)"',
         '"close the pinned connection"': '"закройте прилипшее соединение"',
