@@ -17,8 +17,10 @@ from typing import Any, Iterable, NoReturn
 from urllib.parse import urlsplit
 
 from labsupport.apps.stop import hook_seconds
+from labsupport.control.clock import parse_rfc3339
 from labsupport.errors import LabError, NotFound
 from labsupport.i18n import tr
+from labsupport.remote.client import RemoteBackend
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
@@ -240,26 +242,87 @@ def same_addresses(addresses: Iterable[str], lab: Any, service: str, namespace: 
                  label=SERVICE_NAME_LABEL))
 
 
-def endpoint_terminating(captured: Any, pod_ip: str) -> dict:
-    """In the captured slice(s) the endpoint of `pod_ip` is terminating: ready false, serving true, terminating true."""
+def captured_slices(captured: Any, service: str | None = None, namespace: str = "default") -> list[dict]:
+    """`captured` is what `lab.get("endpointslices", …)` returned for one Service (a list of slices, or one slice):
+    EndpointSlice objects, labelled with the Service's name (`service`; None: any one Service). Returns them."""
     if captured is None:
         _fail(tr("nothing was captured: store the slice (or the list lab.get('endpointslices', …) returns) in a "
                  "variable right after deleting the pod, before moving the clock."))
-    eps = endpoints(captured)
+    items = [captured] if isinstance(captured, dict) else list(captured) if isinstance(captured, (list, tuple)) \
+        else None
+    if not items:
+        _fail(tr("captured holds {captured!r}, not the EndpointSlices of a Service: keep the list "
+                 "lab.get('endpointslices', selector='{label}=<service>') returns, unchanged; an empty list "
+                 "shows nothing, so it proves nothing.", captured=captured, label=SERVICE_NAME_LABEL))
+    owners = set()
+    for item in items:
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        if not isinstance(meta, dict) or item.get("kind") != "EndpointSlice" \
+                or not str(item.get("apiVersion", "")).startswith("discovery.k8s.io/"):
+            shown = sorted(item)[:6] if isinstance(item, dict) else type(item).__name__
+            _fail(tr("captured holds something that is not an EndpointSlice object as the cluster returns it (it "
+                     "has {shown}, without kind EndpointSlice and its metadata): keep what "
+                     "lab.get('endpointslices', …) returned, unchanged, not a dict written by hand.", shown=shown))
+        owners.add(((meta.get("labels") or {}).get(SERVICE_NAME_LABEL), meta.get("namespace", namespace)))
+    want = {(service, namespace)} if service is not None else {next(iter(owners))}
+    if owners != want:
+        _fail(tr('captured holds the slices of {owners}, not those of the Service "{service}" in namespace '
+                 '"{namespace}": select them with lab.get(\'endpointslices\', selector=\'{label}={service}\').',
+                 owners=sorted(f"{ns}/{name}" for name, ns in owners), service=service or "?",
+                 namespace=namespace, label=SERVICE_NAME_LABEL))
+    return items
+
+
+def was_listed(captured: Any, pod_ip: str, service: str | None = None, namespace: str = "default") -> dict:
+    """The captured EndpointSlice(s) of `service` list an endpoint for `pod_ip`; returns it."""
+    eps = endpoints(captured_slices(captured, service, namespace))
     match = [e for e in eps if pod_ip in e.get("addresses", [])]
     if not match:
         listed = sorted(a for e in eps for a in e.get("addresses", []))
         _fail(tr("the captured slice has no endpoint for {pod_ip} (it lists {listed}): capture the slice right "
                  "after lab.delete(...), before advancing the clock past the pod's grace period (30 s by default), "
                  "and check that the pod you deleted had this IP.", pod_ip=pod_ip, listed=listed))
-    cond = match[0].get("conditions") or {}
+    return match[0]
+
+
+def endpoint_terminating(captured: Any, pod_ip: str, service: str | None = None, namespace: str = "default") -> dict:
+    """In the captured EndpointSlice(s) of `service` the endpoint of `pod_ip` is terminating: ready false, serving
+    true, terminating true."""
+    endpoint = was_listed(captured, pod_ip, service, namespace)
+    cond = endpoint.get("conditions") or {}
     if not cond.get("terminating"):
         _fail(tr("the endpoint {pod_ip} in the captured slice is not terminating (conditions: {cond}): capture the "
                  "slice AFTER lab.delete(...) of that pod, not before.", pod_ip=pod_ip, cond=cond))
     if cond.get("ready") is not False:
         _fail(tr("the endpoint {pod_ip} is terminating but still ready (conditions: {cond}): a terminating "
                  "endpoint is never ready; is this really the slice after the delete?", pod_ip=pod_ip, cond=cond))
-    return match[0]
+    return endpoint
+
+
+def deleted_at(lab: Any, captured: Any, pod_ip: str, service: str, namespace: str = "default") -> float:
+    """When the pod that had `pod_ip` was deleted (cluster time, epoch seconds): its endpoint in the captured slices
+    of `service` names the pod, and the kubelet's Killing event of that pod says when."""
+    endpoint = was_listed(captured, pod_ip, service, namespace)
+    ref = endpoint.get("targetRef") or {}
+    for event in lab.get("events", namespace=namespace):
+        involved = event.get("involvedObject") or {}
+        if event.get("reason") == "Killing" and involved.get("uid") == ref.get("uid"):
+            return parse_rfc3339(event.get("firstTimestamp") or event.get("lastTimestamp"))
+    _fail(tr('the cluster has no record of deleting the pod {pod} ({pod_ip}): delete it with lab.delete("pod", '
+             "name), then wait.", pod=ref.get("name"), pod_ip=pod_ip))
+
+
+def waited(seconds: Any, lab: Any, captured: Any, pod_ip: str, service: str, namespace: str = "default") -> float:
+    """`seconds` (what lab.wait returned) is a wait the cluster really had: no longer than the cluster time since the
+    pod with `pod_ip` was deleted."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        _fail(tr("expected the number lab.wait returned, got {seconds!r}.", seconds=seconds))
+    since = lab.now - deleted_at(lab, captured, pod_ip, service, namespace)
+    if seconds > since + 1:
+        _fail(tr("{seconds:g} s is more cluster time than has passed since the pod was deleted ({since:g} s): "
+                 "store what lab.wait(...) returns, do not write the number yourself.", seconds=seconds,
+                 since=round(since, 1)))
+    return since
 
 
 def address_gone(lab: Any, service: str, address: str, namespace: str = "default") -> None:
@@ -294,6 +357,10 @@ def nslookup_returns_pod_ips(answer: Any, lab: Any, selector: str, namespace: st
     """The nslookup answer lists the IPs of the Ready pods `selector` picks, not a ClusterIP."""
     got = _answer_addresses(answer)
     want = ready_pod_ips(lab, selector, namespace)
+    if not want:
+        _fail(tr("no pod with {selector} is Ready, so an answer that finds no address would match an empty list and "
+                 "prove nothing: keep the pods that were provided and wait until they are Ready.",
+                 selector=selector))
     if got == want:
         return got
     if not got:
@@ -318,6 +385,21 @@ def nslookup_is_pod(answer: Any, lab: Any, pod: str, namespace: str = "default")
                  "<pod>.<serviceName>, e.g. web-0.web, and the Service must be headless with the StatefulSet's "
                  "serviceName as its name.", pod=pod, ip=ip, got=got))
     return ip
+
+
+def pod_replaced(lab: Any, pod: str, namespace: str = "default") -> dict:
+    """The pod named `pod` is a new one: the cluster's events name an earlier pod of that name (another uid)."""
+    current = find(lab, "pod", pod, namespace)
+    if current["metadata"].get("deletionTimestamp"):
+        _fail(tr("{pod} is still terminating: wait for the new one.", pod=pod))
+    uid = current["metadata"].get("uid")
+    earlier = {(e.get("involvedObject") or {}).get("uid") for e in lab.get("events", namespace=namespace)
+               if (e.get("involvedObject") or {}).get("kind") == "Pod"
+               and (e.get("involvedObject") or {}).get("name") == pod} - {uid, None}
+    if not earlier:
+        _fail(tr("{pod} is the pod that was there before (the cluster never ran another pod of that name): delete "
+                 "your pod and wait for its replacement.", pod=pod))
+    return current
 
 
 def statefulset_pods(lab: Any, name: str, replicas: int, service: str | None = None,
@@ -400,6 +482,20 @@ def reached_node_port(result: Any, lab: Any, service: str, namespace: str = "def
                  "Service means this node has no pod of it; refused means no endpoints at all.",
                  host=parts.hostname, port=port, error=result.error))
     return parts.hostname
+
+
+def sent_to(result: Any, lab: Any, node: str, port: int | None = None) -> str:
+    """The request went to the IP of `node` (and to `port`, when given)."""
+    _check_result(result)
+    ips = node_ips(lab)
+    if node not in ips:
+        _fail(tr("{node!r} is not a node name: the nodes are {nodes}.", node=node, nodes=sorted(ips)))
+    parts = urlsplit(result.url if "://" in result.url else f"http://{result.url}")
+    if parts.hostname != ips[node] or (port is not None and parts.port != port):
+        _fail(tr("the request went to {host}:{got}, not to {node} ({ip}:{port}): send it to that node's IP, so the "
+                 "answer shows what happens on that node.", host=parts.hostname, got=parts.port, node=node,
+                 ip=ips[node], port=port if port is not None else parts.port))
+    return ips[node]
 
 
 def source_ip_snatted(result: Any, lab: Any) -> str:
@@ -495,6 +591,12 @@ def iptables_endpoint_jumps(rules: str, chain: str) -> list[tuple[str, float]]:
     return out
 
 
+def _no_endpoint_rules(service: str) -> NoReturn:
+    _fail(tr('the rules have no endpoint of "{service}" to read: kube-proxy writes one per ready endpoint, and an '
+             "empty list matches no rules at all, so it proves nothing. Keep {service}'s pods running and Ready "
+             "(lab.get('pods')).", service=service))
+
+
 def _rules(lab: Any, node: str | None, mode: str) -> str:
     if lab.proxy_mode != mode:
         _fail(tr("kube-proxy runs in {current} mode, not {mode}: switch with lab.set_proxy_mode({mode!r}).",
@@ -524,6 +626,8 @@ def endpoint_chains(answer: Any, lab: Any, service: str, node: str | None = None
     rules = _rules(lab, node, "iptables")
     chain = iptables_service_chain(rules, _port_name(lab, service, namespace)) or ""
     want = [sep for sep, _ in iptables_endpoint_jumps(rules, chain)]
+    if not want:
+        _no_endpoint_rules(service)
     got = list(answer) if isinstance(answer, (list, tuple)) else answer
     if got != want:
         if isinstance(got, list) and sorted(got) == sorted(want):
@@ -540,6 +644,8 @@ def probabilities(answer: Any, lab: Any, service: str, node: str | None = None,
     rules = _rules(lab, node, "iptables")
     chain = iptables_service_chain(rules, _port_name(lab, service, namespace)) or ""
     want = [p for _, p in iptables_endpoint_jumps(rules, chain)]
+    if not want:
+        _no_endpoint_rules(service)
     try:
         got = [float(x) for x in answer]
     except (TypeError, ValueError):
@@ -600,6 +706,8 @@ def ipvs_real_servers(answer: Any, lab: Any, service: str, node: str | None = No
             if not match:
                 break
             want.append(match.group(1))
+    if not want:
+        _no_endpoint_rules(service)
     got = sorted(answer) if isinstance(answer, (list, tuple, set)) else answer
     if got != sorted(want):
         _fail(tr("expected the real servers under '{head} …' in the ipvsadm -Ln part of "
@@ -655,6 +763,55 @@ def balanced(hits: dict, pods: int, minimum_share: float = 0.15) -> None:
                  low=sorted(low), share=minimum_share, total=total))
 
 
+def refusal(answer: Any, lab: Any, *fragments: str) -> str:
+    """`answer` is the message of an error the cluster returned (`str(err)` of what you caught, unchanged), and it
+    says each of `fragments`. Only a lab server keeps a record of its refusals; on a local cluster the message is
+    checked for the fragments alone."""
+    if not isinstance(answer, str) or not answer:
+        _fail(tr("expected the message of the error you caught (str(err)), got {answer!r}.", answer=answer))
+    if _refused_by_server(lab, answer) is False:
+        _fail(tr("{answer!r} is not a message the cluster returned to you: catch the error (except Invalid as "
+                 "err) and keep str(err) unchanged; a message typed or edited by hand does not count.",
+                 answer=answer))
+    missing = [f for f in fragments if f not in answer]
+    if missing:
+        _fail(tr("the cluster did say {answer!r}, but that is not the refusal asked for: it should say {missing}.",
+                 answer=answer, missing=missing))
+    return answer
+
+
+def _refused_by_server(lab: Any, text: str) -> bool | None:
+    """Whether the lab server returned an error with this message (None: a local cluster, which keeps no record).
+    Only the grader's connection may ask; on the student's the server refuses, and so does the check."""
+    backend = lab.backend
+    if not isinstance(backend, RemoteBackend):
+        return None
+    return bool(backend.refused(text))
+
+
+def counted(hits: Any, responses: Any, url: str, source: str) -> dict:
+    """`hits` counts, per pod, the answers in `responses`: the results lab.curl returned for `url` from `source`,
+    each its own request."""
+    if not isinstance(responses, (list, tuple)) or not responses \
+            or not all(hasattr(r, "body") and hasattr(r, "client_port") for r in responses):
+        _fail(tr("responses should be the list of results lab.curl returned, one per request, got {responses!r}: "
+                 "without them the counts in hits are only numbers written down.", responses=responses))
+    strays = [r for r in responses if r.url != url or r.source != source or not r.ok]
+    if strays:
+        _fail(tr("{count} of the responses are not answers to {url} from {source} (the first: {first!r}): count only "
+                 "the requests the problem asks for.", count=len(strays), url=url, source=source, first=strays[0]))
+    if len({(r.client_ip, r.client_port, r.pod) for r in responses}) != len(responses):
+        _fail(tr("responses holds the same result more than once: each request is its own connection, from its own "
+                 "port, and counts once."))
+    seen: dict[str, int] = {}
+    for r in responses:
+        seen[r.body] = seen.get(r.body, 0) + 1
+    if hits != seen:
+        _fail(tr("hits is {hits}, but the responses you kept count {seen}: count the .body of each of them.",
+                 hits=hits, seen=seen))
+    return seen
+
+
 # --- answers to questions --------------------------------------------------------------------------------
 
 def close_to(answer: Any, expected: float, relative: float = 0.05, what: str = "the value") -> None:
@@ -698,10 +855,11 @@ def choices(answer: Any, expected: Iterable[str], options: Iterable[str]) -> Non
 __all__ = [
     "CheckFailed", "find", "slices", "endpoints", "ready_addresses", "pod_is_ready", "ready_pod_ips", "node_ips",
     "deployment_ready", "service_type", "slice_has_ready_addresses", "slice_matches_pods", "same_addresses",
-    "endpoint_terminating", "address_gone", "headless", "nslookup_returns_pod_ips", "nslookup_is_pod",
+    "captured_slices", "was_listed", "endpoint_terminating", "deleted_at", "waited", "address_gone", "headless",
+    "nslookup_returns_pod_ips", "nslookup_is_pod", "pod_replaced",
     "statefulset_pods", "node_port", "external_traffic_policy", "seen_ip", "reached_node_port",
-    "source_ip_snatted", "source_ip_preserved", "dropped", "node_without_pod", "iptables_service_chain",
+    "sent_to", "source_ip_snatted", "source_ip_preserved", "dropped", "node_without_pod", "iptables_service_chain",
     "iptables_chain_rules", "iptables_endpoint_jumps", "service_chain", "endpoint_chains", "probabilities",
-    "equal_shares", "nft_numgen", "ipvs_real_servers", "service_answers", "balanced", "close_to", "choice",
-    "choices",
+    "equal_shares", "nft_numgen", "ipvs_real_servers", "service_answers", "balanced", "counted", "refusal", "close_to",
+    "choice", "choices",
 ]

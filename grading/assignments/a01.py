@@ -121,8 +121,8 @@ victim_ip = victim["status"]["podIP"]
 lab.delete("pod", victim["metadata"]["name"])
 captured = lab.get("endpointslices", selector="kubernetes.io/service-name=web")'''),
         tests("terminate-test", 2, '''
-checks.endpoint_terminating(captured, victim_ip)''', hidden='''
-ep = checks.endpoint_terminating(captured, victim_ip)
+checks.endpoint_terminating(captured, victim_ip, "web")''', hidden='''
+ep = checks.endpoint_terminating(captured, victim_ip, "web")
 assert ep["conditions"].get("serving") is True, \\
     "a pod held by its preStop hook still passes readiness: its endpoint should be serving"'''),
         tests("terminate-name-test", 1, '''
@@ -144,11 +144,13 @@ def settled(l):
 
 settle_seconds = lab.wait(settled, timeout=120)''', after="settle_seconds"),
         tests("settle-test", 2, '''
+checks.was_listed(captured, victim_ip, "web")
 checks.address_gone(lab, "web", victim_ip)
 checks.slice_has_ready_addresses(lab, "web", 3)'''),
         tests("settle-time-test", 1, '''
 assert isinstance(settle_seconds, (int, float)), "settle_seconds should be the number lab.wait returned"''',
               hidden='''
+checks.waited(settle_seconds, lab, captured, victim_ip, "web")
 # The pod leaves when its preStop hook ends and nginx quits, not when the 30 s grace period would run out.
 checks.close_to(settle_seconds, checks.pre_stop_seconds(lab, "web"), relative=0.2, what="settle_seconds")'''),
         *graph_cell(),

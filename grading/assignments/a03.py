@@ -127,7 +127,8 @@ What address did the app see (`before.body`)? Whose is it?"""),
         tests("before-test", 2, '''
 checks.reached_node_port(before, lab, "echo")
 checks.source_ip_snatted(before, lab)''', hidden='''
-checks.node_without_pod(lab, other_node, "app=echo")'''),
+checks.node_without_pod(lab, other_node, "app=echo")
+checks.sent_to(before, lab, other_node)'''),
         md("""
 ## Exercise 3: keep the client's address (1 point)
 
@@ -148,6 +149,7 @@ checks.reached_node_port(after, lab, "echo")
 checks.source_ip_preserved(after, lab)'''),
         tests("drop-test", 2, '''
 checks.dropped(elsewhere)''', hidden='''
+checks.sent_to(elsewhere, lab, other_node, port=checks.node_port(lab, "echo"))
 from urllib.parse import urlsplit
 host = urlsplit(elsewhere.url).hostname
 node = next(n for n, ip in checks.node_ips(lab).items() if ip == host)

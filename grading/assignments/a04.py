@@ -65,6 +65,7 @@ svc_rules = [l for l in rules.splitlines() if l.startswith(f"-A {svc_chain} ")]
 sep_chains = [re.search(r"-j (KUBE-SEP-\\S+)", l).group(1) for l in svc_rules if "KUBE-SEP-" in l]''',
                  after="sep_chains"),
         tests("endpoint-chains-test", 1, '''
+checks.slice_has_ready_addresses(lab, "web", task.replicas)
 checks.endpoint_chains(sep_chains, lab, "web", node="lab-worker")'''),
         md("""
 ## Exercise 3: the probabilities (3 points)
@@ -84,6 +85,7 @@ for p in probabilities:
     shares.append(left * p)
     left *= 1 - p''', after="probabilities, shares"),
         tests("probabilities-test", 2, '''
+checks.slice_has_ready_addresses(lab, "web", task.replicas)
 checks.probabilities(probabilities, lab, "web", node="lab-worker")'''),
         tests("shares-test", 1, '''
 assert len(shares) == task.replicas, "one share per endpoint"''', hidden='''
@@ -136,6 +138,7 @@ for l in lines[start + 1:]:
         break
     real_servers.append(l.split()[1])''', after="real_servers, scheduler"),
         tests("ipvs-test", 2, '''
+checks.slice_has_ready_addresses(lab, "web", task.scale_to)
 checks.ipvs_real_servers(real_servers, lab, "web", node="lab-worker")'''),
         tests("ipvs-scheduler-test", 1, '''
 assert isinstance(scheduler, str), "scheduler should be a string such as the one ipvsadm prints"''', hidden='''

@@ -301,12 +301,14 @@ except Invalid as err:
 diagnosis_admin = "nodePort"
 lab.apply(ADMIN_SVC.replace(f"    nodePort: {task.taken_node_port}\\n", ""))''', after="admin_error"),
         tests("admin-error-test", 1, '''
-assert "provided port is already allocated" in admin_error, \\
-    f"admin_error should be the API server's message, got {admin_error!r}"'''),
+checks.refusal(admin_error, lab, 'Service "admin" is invalid', f"nodePort: Invalid value: {task.taken_node_port}",
+               "provided port is already allocated")'''),
         tests("admin-test", 2, '''
 checks.service_type(lab, "admin", "NodePort")
 port = checks.node_port(lab, "admin")
 assert port != checks.node_port(lab, "legacy"), "admin cannot share legacy's nodePort"
+assert checks.node_port(lab, "legacy") == task.taken_node_port, \\
+    "legacy must keep its nodePort: moving it out of admin's way is not the fix, admin should take a free port"
 for ip in checks.node_ips(lab).values():
     result = lab.curl(f"http://{ip}:{port}/", source="client")
     checks.reached_node_port(result, lab, "admin")'''),
@@ -320,17 +322,19 @@ checks.choice(diagnosis_admin, "nodePort", CAUSES)'''),
 connection of the client) always reaches the same pod: try `Counter(conn.request().body for _ in range(30))`
 (`from collections import Counter`). Set `diagnosis_api`. Then fix the client side: close `conn`, and make 30
 requests per pod to `http://api/hostname` from `pod/client` that kube-proxy can spread (each its own
-connection). Count the answers per pod (`.body` of `/hostname` is the pod's name) into the dict `hits`."""),
+connection). Keep the results of those requests, as `lab.curl` returned them, in the list `responses`, and count
+the answers per pod (`.body` of `/hostname` is the pod's name) into the dict `hits`."""),
         solution("api", '''
 from collections import Counter
 
 diagnosis_api = "keep-alive"
 conn.close()
-hits = dict(Counter(lab.curl("http://api/hostname", source="pod/client").body
-                    for _ in range(30 * task.api_replicas)))''',
-                 after="hits"),
+responses = [lab.curl("http://api/hostname", source="pod/client") for _ in range(30 * task.api_replicas)]
+hits = dict(Counter(r.body for r in responses))''',
+                 after="responses, hits"),
         tests("api-test", 2, '''
 checks.balanced(hits, task.api_replicas)
+checks.counted(hits, responses, "http://api/hostname", source="pod/client")
 assert set(hits) <= {p["metadata"]["name"] for p in lab.get("pods", selector="app=api")}, \\
     "hits should count answers by pod name (the body of /hostname)"''', hidden='''
 assert conn.closed, "close the pinned connection"'''),

@@ -513,4 +513,71 @@ MESSAGES: dict[str, str] = {
     # --- grading: the grader's requests to the lab server
     "the lab server did not answer {method} within {seconds:g} s":
         "сервер стенда не ответил на {method} за {seconds:g} с",
+    # --- checks: answers checked by what they mean (captured slices, empty sets, the cluster's refusals)
+    "captured holds {captured!r}, not the EndpointSlices of a Service: keep the list lab.get('endpointslices', "
+    "selector='{label}=<service>') returns, unchanged; an empty list shows nothing, so it proves nothing.":
+        "в captured лежит {captured!r}, а не EndpointSlice какого-то Service: сохрани список, который вернул "
+        "lab.get('endpointslices', selector='{label}=<service>'), без изменений; пустой список ничего не "
+        "показывает, а значит, ничего и не доказывает.",
+    "captured holds something that is not an EndpointSlice object as the cluster returns it (it has {shown}, "
+    "without kind EndpointSlice and its metadata): keep what lab.get('endpointslices', …) returned, unchanged, not "
+    "a dict written by hand.":
+        "в captured лежит не объект EndpointSlice в том виде, в каком его возвращает кластер (в нём {shown}, без "
+        "kind EndpointSlice и его metadata): сохрани то, что вернул lab.get('endpointslices', …), без изменений, "
+        "а не словарь, написанный руками.",
+    'captured holds the slices of {owners}, not those of the Service "{service}" in namespace "{namespace}": select '
+    "them with lab.get('endpointslices', selector='{label}={service}').":
+        'в captured слайсы {owners}, а не Service "{service}" в namespace "{namespace}": выбери их через '
+        "lab.get('endpointslices', selector='{label}={service}').",
+    'the cluster has no record of deleting the pod {pod} ({pod_ip}): delete it with lab.delete("pod", name), then '
+    "wait.":
+        'в кластере нет записи об удалении пода {pod} ({pod_ip}): удали его через lab.delete("pod", name), потом '
+        "подожди.",
+    "expected the number lab.wait returned, got {seconds!r}.":
+        "ожидалось число, которое вернул lab.wait, а получено {seconds!r}.",
+    "{seconds:g} s is more cluster time than has passed since the pod was deleted ({since:g} s): store what "
+    "lab.wait(...) returns, do not write the number yourself.":
+        "{seconds:g} с — больше времени кластера, чем прошло с удаления пода ({since:g} с): сохрани то, что "
+        "возвращает lab.wait(...), а не пиши число сам.",
+    "no pod with {selector} is Ready, so an answer that finds no address would match an empty list and prove "
+    "nothing: keep the pods that were provided and wait until they are Ready.":
+        "ни один под с {selector} не Ready, так что ответ без адресов совпал бы с пустым списком и ничего бы не "
+        "доказал: оставь выданные поды и дождись, пока они станут Ready.",
+    "{pod} is still terminating: wait for the new one.": "{pod} всё ещё завершается: дождись нового.",
+    "{pod} is the pod that was there before (the cluster never ran another pod of that name): delete your pod and "
+    "wait for its replacement.":
+        "{pod} — тот же под, что был раньше (другого пода с таким именем в кластере не было): удали свой под и "
+        "дождись замены.",
+    'the rules have no endpoint of "{service}" to read: kube-proxy writes one per ready endpoint, and an empty list '
+    "matches no rules at all, so it proves nothing. Keep {service}'s pods running and Ready (lab.get('pods')).":
+        'в правилах нет ни одного эндпоинта "{service}": kube-proxy пишет по правилу на каждый готовый эндпоинт, '
+        "а пустой список ничему не соответствует и потому ничего не доказывает. Оставь поды {service} "
+        "запущенными и Ready (lab.get('pods')).",
+    "expected the message of the error you caught (str(err)), got {answer!r}.":
+        "ожидалось сообщение пойманной ошибки (str(err)), а получено {answer!r}.",
+    "{answer!r} is not a message the cluster returned to you: catch the error (except Invalid as err) and keep "
+    "str(err) unchanged; a message typed or edited by hand does not count.":
+        "{answer!r} — не сообщение, которое тебе вернул кластер: поймай ошибку (except Invalid as err) и сохрани "
+        "str(err) без изменений; сообщение, набранное или исправленное руками, не засчитывается.",
+    "the cluster did say {answer!r}, but that is not the refusal asked for: it should say {missing}.":
+        "кластер действительно ответил {answer!r}, но это не тот отказ, о котором спрашивают: в нём должно быть "
+        "{missing}.",
+    "the request went to {host}:{got}, not to {node} ({ip}:{port}): send it to that node's IP, so the answer shows "
+    "what happens on that node.":
+        "запрос ушёл на {host}:{got}, а не на {node} ({ip}:{port}): отправь его на IP этой ноды, чтобы ответ "
+        "показал, что происходит именно на ней.",
+    "responses should be the list of results lab.curl returned, one per request, got {responses!r}: without them the "
+    "counts in hits are only numbers written down.":
+        "в responses должен быть список результатов, которые вернул lab.curl, по одному на запрос, а там "
+        "{responses!r}: без них числа в hits — просто записанные числа.",
+    "{count} of the responses are not answers to {url} from {source} (the first: {first!r}): count only the "
+    "requests the problem asks for.":
+        "ответов в responses не на запрос к {url} из {source}: {count} (первый: {first!r}): считай только те "
+        "запросы, о которых говорится в задаче.",
+    "responses holds the same result more than once: each request is its own connection, from its own port, and "
+    "counts once.":
+        "в responses один и тот же результат встречается несколько раз: каждый запрос — своё соединение со своего "
+        "порта, и считается он один раз.",
+    "hits is {hits}, but the responses you kept count {seen}: count the .body of each of them.":
+        "в hits {hits}, а по сохранённым responses выходит {seen}: посчитай .body каждого из них.",
 }

@@ -130,6 +130,10 @@ class RemoteBackend:
         """Set replicas."""
         return self.call("scale", name, replicas, namespace)
 
+    def refused(self, text: str) -> bool:
+        """Whether the server returned an error with exactly this message (the grader's connection only)."""
+        return self.call("refused", text)
+
     # --- time ----------------------------------------------------------------------------------------------
     def advance(self, seconds: float) -> None:
         """Move the server's virtual clock."""

@@ -3,7 +3,8 @@
 While a notebook is graded, its kernel runs in a sandbox and its `Lab()` is a client of this server, which the
 grader starts outside the sandbox. Two sockets: the *student* socket (bind-mounted into the sandbox) allows only
 what the student role allows (`labsupport.remote.role`); the *grader* socket also answers `served` (whether an
-object or result is one this server really handed out). kubectl never runs here: a client runs it itself, against
+object or result is one this server really handed out) and `refused` (whether an error message is one this server
+returned). kubectl never runs here: a client runs it itself, against
 this server's API server, which it reaches through a third socket beside the student socket and which checks every
 request of the student's token against the same role.
 
@@ -40,12 +41,14 @@ VERBS = frozenset({"get", "list", "now", "nslookup", "curl", "trace", "proxy_rul
 #: Verbs that change objects: checked against the student role on the student socket.
 WRITING = frozenset({"apply", "create", "delete", "scale"})
 #: Verbs only the grader's socket answers.
-GRADER_ONLY = frozenset({"served"})
+GRADER_ONLY = frozenset({"served", "refused"})
 #: The largest request the student socket reads, in bytes (the API server's own body limit).
 REQUEST_LIMIT = 3 * 1024 * 1024
 #: The longest one move of the clock may be, and how far a graded cluster's clock may go in all, in seconds.
 MAX_ADVANCE = 3600.0
 HORIZON = 86400.0
+#: How many refusals the server remembers for `refused` (a student's flood of errors stops being recorded there).
+MAX_REFUSALS = 100_000
 #: The name of the socket, beside the student socket, that relays to the API server.
 API_SOCKET = "api.sock"
 #: The kinds the picture draws as workloads.
@@ -56,6 +59,11 @@ def fingerprint(value: Any) -> str:
     """A digest of a value's canonical JSON form: what `served` compares."""
     data = json.dumps(wire.encode(value), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(data.encode()).hexdigest()
+
+
+def message_digest(text: str) -> str:
+    """A digest of an error message: what `refused` compares."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class LabServer:
@@ -74,6 +82,7 @@ class LabServer:
         self.initial_mode = proxy_mode
         self.lock = threading.RLock()
         self.served_digests: set[str] = set()
+        self.refusal_digests: set[str] = set()
         self.connections: dict[int, Any] = {}
         self.listeners: list[socket.socket] = []
         self.student_socket = student_socket
@@ -131,7 +140,10 @@ class LabServer:
                 encoded = wire.encode(result)
             return {"id": message.get("id"), "result": encoded}
         except Exception as e:       # every failure is the client's answer, never the server's end
-            return {"id": message.get("id"), "error": wire.encode_error(e)}
+            error = wire.encode_error(e)
+            if len(self.refusal_digests) < MAX_REFUSALS:
+                self.refusal_digests.add(message_digest(str(wire.decode_error(error))))
+            return {"id": message.get("id"), "error": error}
 
     def served(self, value: Any) -> Any:
         """Remember a value handed out (objects one by one), then return it."""
@@ -308,6 +320,9 @@ class LabServer:
         """Whether this value (an object, a list of objects, a result) is one the cluster handed out."""
         return fingerprint(value) in self.served_digests
 
+    def do_refused(self, student: bool, text: str) -> bool:
+        """Whether `text` is the message of an error this server returned (what `str(err)` gives the client)."""
+        return isinstance(text, str) and message_digest(text) in self.refusal_digests
 
 def bind(path: str, owner: int | None = None) -> socket.socket:
     """A listening unix socket at `path` that only its owner may use (`owner`: that uid instead of ours)."""
@@ -350,4 +365,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["LabServer", "fingerprint", "bind", "main"]
+__all__ = ["LabServer", "fingerprint", "message_digest", "bind", "main"]

@@ -104,6 +104,9 @@ def test_source_ip_checks(policy):
         here = lab.curl(f"http://{ips['lab-worker']}:{port}/clientip", source="client")
         there = lab.curl(f"http://{ips['lab-worker2']}:{port}/clientip", source="client")
         checks.reached_node_port(here, lab, "echo")
+        assert checks.sent_to(there, lab, "lab-worker2", port=port) == ips["lab-worker2"]
+        assert "send it to that node's IP" in fails(checks.sent_to, here, lab, "lab-worker2")
+        assert "send it to that node's IP" in fails(checks.sent_to, there, lab, "lab-worker2", port=port + 1)
         checks.external_traffic_policy(lab, "echo", policy)
         if policy == "Cluster":
             checks.source_ip_snatted(there, lab)
@@ -182,3 +185,88 @@ def test_pre_stop_seconds_reads_the_hook_and_names_the_fix(web):
     web.apply(dep)
     assert checks.pre_stop_seconds(web, "web") == 20
     assert "has no preStop hook" in fails(checks.pre_stop_seconds, web, "web", minimum=30)
+
+
+def test_captured_slices_must_be_the_services_own_slices(web):
+    victim = web.get("pods", selector="app=web")[0]
+    ip = victim["status"]["podIP"]
+    web.delete("pod", victim["metadata"]["name"])
+    captured = web.get("endpointslices", selector="kubernetes.io/service-name=web")
+    checks.endpoint_terminating(captured, ip, "web")
+    assert checks.was_listed(captured, ip, "web")["targetRef"]["name"] == victim["metadata"]["name"]
+    bare = [{"endpoints": [{"addresses": [ip], "conditions": {"ready": False, "serving": True, "terminating": True}}]}]
+    for forged in (bare, bare[0]["endpoints"][0], [{"kind": "EndpointSlice", "endpoints": bare[0]["endpoints"]}]):
+        assert "not an EndpointSlice object as the cluster returns it" in \
+            fails(checks.endpoint_terminating, forged, ip, "web")
+    assert "an empty list shows nothing" in fails(checks.endpoint_terminating, [], ip, "web")
+    assert 'not those of the Service "db"' in fails(checks.endpoint_terminating, captured, ip, "db")
+    assert "has no endpoint for 10.9.9.9" in fails(checks.was_listed, captured, "10.9.9.9", "web")
+
+
+def test_a_wait_is_no_longer_than_the_time_since_the_delete(web):
+    victim = web.get("pods", selector="app=web")[0]
+    ip = victim["status"]["podIP"]
+    web.delete("pod", victim["metadata"]["name"])
+    captured = web.get("endpointslices", selector="kubernetes.io/service-name=web")
+    assert "more cluster time than has passed" in fails(checks.waited, 20.0, web, captured, ip, "web")
+    took = web.wait(lambda l: ip not in [a for e in checks.endpoints(checks.slices(l, "web")) for a in e["addresses"]],
+                    timeout=60)
+    assert checks.waited(took, web, captured, ip, "web") >= took
+    assert "expected the number lab.wait returned" in fails(checks.waited, "20", web, captured, ip, "web")
+
+
+def test_checks_over_nothing_fail(web):
+    web.delete("svc", "web")
+    web.delete("deploy", "web")
+    web.advance(60)
+    assert "would match an empty list and prove nothing" in \
+        fails(checks.nslookup_returns_pod_ips, web.nslookup("web"), web, "app=web")
+
+
+def test_rule_checks_refuse_a_service_without_endpoints(web):
+    web.scale("web", 0)
+    web.advance(60)
+    for check in (checks.endpoint_chains, checks.probabilities):
+        assert "an empty list matches no rules at all" in fails(check, [], web, "web")
+    web.set_proxy_mode("ipvs")
+    assert "an empty list matches no rules at all" in fails(checks.ipvs_real_servers, [], web, "web")
+
+
+def test_a_replaced_pod_is_told_from_the_one_that_was_there(web):
+    pod = web.get("pods", selector="app=web")[0]["metadata"]["name"]
+    assert "is the pod that was there before" in fails(checks.pod_replaced, web, pod)
+    web.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "solo", "labels": {"app": "solo"}},
+               "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}})
+    web.advance(10)
+    web.delete("pod", "solo")
+    assert "still terminating" in fails(checks.pod_replaced, web, "solo")
+    web.advance(40)
+    web.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "solo", "labels": {"app": "solo"}},
+               "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}})
+    web.advance(10)
+    assert checks.pod_replaced(web, "solo")["metadata"]["name"] == "solo"
+
+
+def test_a_refusal_on_a_local_cluster_is_checked_for_its_words():
+    with Lab(backend="sim", seed=0) as lab:
+        assert checks.refusal("x is invalid: provided port is already allocated", lab, "already allocated")
+        assert "not the refusal asked for" in fails(checks.refusal, "x is invalid", lab, "already allocated")
+        assert "expected the message of the error you caught" in fails(checks.refusal, None, lab, "x")
+
+
+def test_hits_are_counted_from_the_responses_kept():
+    with Lab(backend="sim", seed=0) as lab:
+        lab.apply(WEB)
+        lab.wait(lambda l: len(checks.ready_addresses(l, "web")) == 3)
+        pod = lab.get("pods", selector="app=web")[0]["metadata"]["name"]
+        responses = [lab.curl("http://web/", source=f"pod/{pod}") for _ in range(6)]
+        hits = {}
+        for r in responses:
+            hits[r.body] = hits.get(r.body, 0) + 1
+        assert checks.counted(hits, responses, "http://web/", f"pod/{pod}") == hits
+        assert "more than once" in fails(checks.counted, {responses[0].body: 6}, [responses[0]] * 6, "http://web/",
+                                         f"pod/{pod}")
+        assert "only numbers written down" in fails(checks.counted, hits, [], "http://web/", f"pod/{pod}")
+        assert "are not answers to http://web/ from client" in \
+            fails(checks.counted, hits, responses, "http://web/", "client")
+        assert "count the .body of each" in fails(checks.counted, {"x": 6}, responses, "http://web/", f"pod/{pod}")

@@ -123,6 +123,36 @@ def test_grader_verbs_are_not_for_the_student(lab, server):
     grader.close()
 
 
+def test_the_server_remembers_the_refusals_it_returned(lab, server, tmp_path):
+    from labsupport import Invalid
+    taken = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "legacy"},
+             "spec": {"type": "NodePort", "selector": {"app": "legacy"}, "ports": [{"port": 80, "nodePort": 30777}]}}
+    lab.apply(taken)
+    with pytest.raises(Invalid) as err:
+        lab.apply({**taken, "metadata": {"name": "admin"}})
+    message = str(err.value)
+    typed = 'The Service "admin" is invalid: spec.ports[0].nodePort: Invalid value: 30777: provided port is already ' \
+            "allocated"
+    assert message == typed
+    with pytest.raises(LabError, match="belongs to the grader"):
+        lab.backend.refused(message)
+    grader = RemoteBackend(server[1], hello=False)
+    assert grader.refused(message)
+    assert not grader.refused(message + " ") and not grader.refused(message.replace("admin", "x"))
+    outcome = rerun.run_test('checks.refusal(admin_error, lab, "already allocated")', ["admin_error"],
+                             answers.dump(["admin_error"], {"admin_error": message}),
+                             server[1], grader)
+    assert outcome.passed, outcome.evalue
+    fake = 'The Service "admin" is invalid: spec.ports[0].nodePort: Invalid value: 30778: provided port is already ' \
+           "allocated"
+    outcome = rerun.run_test('checks.refusal(admin_error, lab, "already allocated")', ["admin_error"],
+                             answers.dump(["admin_error"], {"admin_error": fake}),
+                             server[1], grader)
+    assert outcome.ename == "CheckFailed" and "is not a message the cluster returned to you" in outcome.evalue
+    grader.close()
+    lab.delete("svc", "legacy")
+
+
 def test_answers_travel_as_plain_data_only(lab, server, tmp_path):
     grader = RemoteBackend(server[1], hello=False)
     pod = lab.get("pods", selector="app=web")[0]["metadata"]["name"]

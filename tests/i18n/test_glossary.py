@@ -134,7 +134,11 @@ def python_text(source: str) -> list[tuple[int, str]]:
                              tok.string)
             value = ast.literal_eval(literal)
             if any(start <= tok.start and tok.end <= end for start, end in fragments):
-                out.extend((tok.start[0] + i - 1, text) for i, text in python_text(value))
+                try:
+                    found = python_text(value)
+                except (SyntaxError, tokenize.TokenError):   # one piece of a fragment split over string literals
+                    found = [(i + 1, text) for i, text in enumerate(prose(value))]
+                out.extend((tok.start[0] + i - 1, text) for i, text in found)
             else:
                 out.extend((tok.start[0] + i, text) for i, text in enumerate(prose(value)))
     return out

@@ -55,14 +55,11 @@ StatefulSet собственное постоянное имя.""",
             "# clusterIP у живого сервиса не меняется: удали его, потом создай заново.",
         '"the slices of a headless Service carry the label service.kubernetes.io/headless: is db really headless?"':
             '"у слайсов headless-сервиса есть метка service.kubernetes.io/headless; точно ли db headless?"',
-        "# Which pods were there before exercise 5, to tell a restarted pod from one left alone.":
-            "# Какие поды были до упражнения 5, чтобы отличить перезапущенный под от нетронутого.",
         '"pod_fqdn should be a string"': '"в pod_fqdn должна быть строка"',
         'f"{pod_fqdn!r} is not the full name of {task.name_pod}: <pod>.<service>.<namespace>.svc.cluster.local"':
             'f"{pod_fqdn!r} — не полное имя {task.name_pod}; полное имя — <под>.<сервис>.<namespace>.svc.cluster.local"',
-        'f"{task.restart_pod} is still terminating: wait for the new one"':
-            'f"{task.restart_pod} всё ещё завершается: дождись нового"',
-        'f"{task.restart_pod} is the pod that was there before: delete your pod and wait for its replacement"':
-            'f"{task.restart_pod} — тот же под, что был раньше: удали свой под и дождись замены"',
+        '"db has no EndpointSlice, so no slice carries the label: a check over no slices would prove nothing"':
+            '"у db нет ни одного EndpointSlice, так что метку нести некому: проверка по пустому набору слайсов '
+            'ничего не доказывает"',
     },
 )
