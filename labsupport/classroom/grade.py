@@ -24,7 +24,7 @@ from typing import Callable
 from labsupport.classroom.gradebook import GradingError, assignment_notebooks, locked, merge_from_scratch, snapshot
 from labsupport.classroom.runner import NbgraderRun, call_in_child, warm_up
 from labsupport.grading.exchange import check_student_id
-from labsupport.grading.sandbox import SubmissionRefused, copy_submission
+from labsupport.grading.sandbox import SubmissionRefused, copy_submission, socket_base
 
 # A submission whose nbgrader run takes longer than this is stopped and reported (nbgrader's own cell timeouts
 # normally end a runaway cell long before).
@@ -99,6 +99,7 @@ class ClassGrader:
                  students: list[str] | None = None, force: bool = False, timeout: float = DEFAULT_TIMEOUT,
                  progress: Callable[[str], None] | None = None):
         self.course = pathlib.Path(course).resolve()
+        check_gradebook(self.course)
         check_student_id(assignment)
         self.assignment = assignment
         self.workers = default_workers() if workers is None else workers
@@ -133,9 +134,7 @@ class ClassGrader:
         check_student_id(student)
         with tempfile.TemporaryDirectory(prefix="labsupport-grade-") as tmp:
             scratch = pathlib.Path(tmp)
-            # everything the run makes (sandboxes, lab servers, API servers) lives under the scratch course, so it
-            # goes with it even when the run is killed
-            (scratch / "tmp").mkdir(mode=0o700)
+
             snapshot(self.course, scratch / "gradebook.db")
             source = self.course / "source" / self.assignment
             if source.is_dir():
@@ -147,9 +146,15 @@ class ClassGrader:
                                 scratch / "submitted" / student / self.assignment)
             except SubmissionRefused as e:
                 return Outcome(student, "failed", time.monotonic() - start, message=f"refused: {e}")
-            status, message = self._run_nbgrader(student, scratch)
-            if status == "failed" and any(s in message for s in STARTUP_FAILURES):
-                status, message = self._run_nbgrader(student, scratch)    # the kernel failed to start: once more
+            # everything the run makes (sandboxes, lab servers, API servers) lives in a folder of its own that goes
+            # when the run ends, even when it is killed; short, so the sockets in it stay within their path limit
+            tmp = tempfile.mkdtemp(prefix="lsg-", dir=socket_base())
+            try:
+                status, message = self._run_nbgrader(student, scratch, tmp)
+                if status == "failed" and any(s in message for s in STARTUP_FAILURES):
+                    status, message = self._run_nbgrader(student, scratch, tmp)    # the kernel did not start: again
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
             if status != "graded":
                 keep = self.course / ".grading" / "logs" / self.assignment / f"{student}.log"
                 keep.parent.mkdir(parents=True, exist_ok=True)
@@ -180,13 +185,13 @@ class ClassGrader:
             outcome.score, outcome.max_score = merged["score"], merged["max_score"]
         return outcome
 
-    def _run_nbgrader(self, student: str, scratch: pathlib.Path) -> tuple[str, str]:
+    def _run_nbgrader(self, student: str, scratch: pathlib.Path, tmp: str) -> tuple[str, str]:
         """Run `nbgrader autograde` for one student; (status, the reason when it failed)."""
         if self._stopping:
             return "interrupted", ""
         argv = ["autograde", self.assignment, "--student", student, "--force", f"--CourseDirectory.root={scratch}"]
         bindir = str(pathlib.Path(sys.executable).parent)
-        env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), TMPDIR=str(scratch / "tmp"))
+        env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""), TMPDIR=tmp)
         run = NbgraderRun(argv, self.course, env, scratch / "nbgrader.log")
         with self._lock:
             self._running[student] = run

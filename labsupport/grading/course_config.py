@@ -29,7 +29,7 @@ from traitlets import Unicode
 from labsupport.errors import LabError
 from labsupport.grading.exchange import SafeExchangeCollect
 from labsupport.grading.execute import GradedExecute, SandboxedKernelManager
-from labsupport.grading.feedback import PicturesAsImages, ShortTestErrors
+from labsupport.grading.feedback import PicturesAsImages, ShortTestErrors, StudentMarkupAsText
 from labsupport.grading.intake import CheckSubmission
 from labsupport.i18n import LANGUAGES, VARIABLE
 from labsupport.tasks import STUDENT_ENV, grading_env
@@ -133,8 +133,8 @@ def configure(c: Any, root: str | os.PathLike, *, language: str = "en", course_i
     # Feedback shows each test's score and message, but not the hidden checks' code, so the course can be reused.
     # The student's own markup in outputs and answers is sanitized (no script runs in a feedback page or in the
     # formgrader); the cluster's picture is kept as an image.
-    c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ShortTestErrors, PicturesAsImages,
-                                        CSSHTMLHeaderPreprocessor]
+    c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ShortTestErrors, StudentMarkupAsText,
+                                        PicturesAsImages, CSSHTMLHeaderPreprocessor]
     c.HTMLExporter.sanitize_html = True
 
     # Students' files must be notebooks with these names; nothing else is copied into the submission.

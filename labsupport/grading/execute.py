@@ -37,7 +37,7 @@ from labsupport.errors import LabError
 from labsupport.grading import answers, rerun
 from labsupport.i18n import VARIABLE as LANGUAGE_ENV
 from labsupport.i18n import translate
-from labsupport.grading.sandbox import Limits, Sandbox, opted_out, require
+from labsupport.grading.sandbox import Limits, Sandbox, opted_out, require, socket_base
 from labsupport.remote import SOCKET_ENV
 from labsupport.remote.client import RemoteBackend
 
@@ -107,7 +107,7 @@ class LabServerProcess:
 
     def __init__(self, student_socket: str, *, seed: int, proxy_mode: str, limits: Limits | None = None,
                  student_uid: int | None = None, cpu_seconds: int = 3600):
-        self.private = tempfile.mkdtemp(prefix="labsupport-grader-")
+        self.private = tempfile.mkdtemp(prefix="labsupport-grader-", dir=socket_base())
         os.chmod(self.private, 0o700)
         self.grader_socket = os.path.join(self.private, "grader.sock")
         self.student_socket = student_socket
@@ -179,7 +179,7 @@ class GradedExecute(Execute):
         path = (resources or {}).get("metadata", {}).get("path") or os.getcwd()
         self._task = graded_task(path)
         self._sandbox = Sandbox(path) if sandboxed else None
-        self._scratch = None if sandboxed else tempfile.mkdtemp(prefix="labsupport-grader-")
+        self._scratch = None if sandboxed else tempfile.mkdtemp(prefix="labsupport-grader-", dir=socket_base())
         socket_dir = str(self._sandbox.run) if sandboxed else self._scratch
         self._dead = ""
         self._cut: set[int] = set()

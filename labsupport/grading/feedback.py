@@ -5,17 +5,21 @@ own kernel, so they are the student's markup: the course renders the feedback wi
 (`HTMLExporter.sanitize_html`), which keeps text, tables and code but drops scripts, event handlers and frames. The
 cluster's picture is an SVG drawing inside such an output: `PicturesAsImages` moves it to an `image/svg+xml` output,
 which the feedback shows as an image (where no script of it can run) instead of losing it to the sanitizer.
-`ShortTestErrors` cuts a failed test's traceback to its message, which would otherwise quote the hidden test's code.
+`StudentMarkupAsText` does for a written answer what the sanitizer does for outputs (nbgrader's own feedback page
+renders markdown unsanitized). `ShortTestErrors` cuts a failed test's traceback to its message, which would
+otherwise quote the hidden test's code.
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from nbconvert.filters.strings import clean_html
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 _SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL | re.IGNORECASE)
+_TAG = re.compile(r"<\s*[a-zA-Z!/?]")
 
 
 def is_grader_test(cell: NotebookNode) -> bool:
@@ -33,6 +37,18 @@ class ShortTestErrors(NbGraderPreprocessor):
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
                     output["traceback"] = [f"\x1b[0;31m{output['ename']}\x1b[0m: {output['evalue']}"]
+        return cell, resources
+
+
+class StudentMarkupAsText(NbGraderPreprocessor):
+    """A written answer's own HTML (markdown lets raw tags through, and nbgrader's feedback page renders it as it
+    is) is kept as text: the allowed tags of nbconvert's sanitizer stay, anything else is escaped."""
+
+    def preprocess_cell(self, cell: NotebookNode, resources: Any, index: int):
+        """Sanitize the source of a student's markdown answer that holds a tag."""
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.get("cell_type") == "markdown" and meta.get("solution") and _TAG.search(cell.source or ""):
+            cell.source = clean_html(cell.source)
         return cell, resources
 
 
@@ -58,4 +74,4 @@ class PicturesAsImages(NbGraderPreprocessor):
         return cell, resources
 
 
-__all__ = ["ShortTestErrors", "PicturesAsImages", "is_grader_test"]
+__all__ = ["ShortTestErrors", "PicturesAsImages", "StudentMarkupAsText", "is_grader_test"]

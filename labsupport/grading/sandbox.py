@@ -209,12 +209,22 @@ def sandbox_uid() -> int | None:
     return SANDBOX_UIDS.start + int.from_bytes(os.urandom(4), "big") % len(SANDBOX_UIDS)
 
 
+#: The longest path a unix socket may have (sun_path, less its final NUL), less room for a socket's own name.
+SOCKET_ROOM = 107 - 40
+
+
+def socket_base() -> str:
+    """Where folders that hold unix sockets go: TMPDIR when its path leaves room for them, else /tmp."""
+    base = tempfile.gettempdir()
+    return base if len(base) <= SOCKET_ROOM - len(PREFIX) - 20 else "/tmp"
+
+
 class Sandbox:
     """The scratch folders of one graded submission and the bwrap command that confines its kernel."""
 
     def __init__(self, submission: str | os.PathLike, limits: Limits | None = None):
         self.limits = limits or Limits.from_env()
-        self.root = pathlib.Path(tempfile.mkdtemp(prefix=PREFIX))
+        self.root = pathlib.Path(tempfile.mkdtemp(prefix=PREFIX, dir=socket_base()))
         self.uid = sandbox_uid()
         os.chmod(self.root, 0o700)
         self.staging = self.root / "submission"      # the copy the sandbox reads, into its own tmpfs
@@ -290,4 +300,5 @@ class Sandbox:
 
 
 __all__ = ["OPT_OUT_ENV", "Limits", "Sandbox", "SandboxUnavailable", "SubmissionRefused", "opted_out", "problems",
-           "require", "system_binds", "check_submission", "copy_submission", "regular_file", "sandbox_uid"]
+           "require", "system_binds", "check_submission", "copy_submission", "regular_file", "sandbox_uid",
+           "socket_base"]
