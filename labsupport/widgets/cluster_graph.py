@@ -55,7 +55,8 @@ class ClusterGraph(LiveView):
     def _build_controls(self) -> None:
         small = widgets.Layout(width="auto")
         self.workload = widgets.Dropdown(layout=widgets.Layout(width="170px"))
-        self.replicas = widgets.BoundedIntText(value=3, min=0, max=500, layout=widgets.Layout(width="70px"))
+        # not a BoundedIntText: the browser would clamp -1 to 0 and scale every pod away without a word
+        self.replicas = widgets.IntText(value=3, layout=widgets.Layout(width="70px"))
         self.scale_button = widgets.Button(description=tr("scale"), icon="arrows-v", layout=small)
         self.pod = widgets.Dropdown(layout=widgets.Layout(width="230px"))
         self.delete_button = widgets.Button(description=tr("delete pod"), button_style="danger", icon="trash",
@@ -68,7 +69,7 @@ class ClusterGraph(LiveView):
         self.service = widgets.Dropdown(layout=widgets.Layout(width="170px"))
         self.policy = widgets.ToggleButtons(options=["Cluster", "Local"], style={"button_width": "70px"})
         self.source = widgets.Dropdown(layout=widgets.Layout(width="230px"))
-        self.url = widgets.Text(value="http://web", layout=widgets.Layout(width="220px"))
+        self.url = widgets.Text(value="", placeholder="http://<service>", layout=widgets.Layout(width="220px"))
         self.send_button = widgets.Button(description=tr("send request"), button_style="primary", icon="paper-plane",
                                           layout=small)
         self.prev_button = widgets.Button(description=tr("◀ step"), layout=small)
@@ -91,6 +92,7 @@ class ClusterGraph(LiveView):
         self.mode.observe(self._on_mode, names="value")
         self.policy.observe(self._on_policy, names="value")
         self.service.observe(self._sync_policy, names="value")
+        self.service.observe(lambda _: self._sync_url(), names="value")
         self.workload.observe(lambda _: self._sync_replicas(force=True), names="value")
         for name in ("workload", "replicas", "pod", "mode", "service", "policy", "source", "url"):
             getattr(self, name).add_class(f"labsupport-{name}")
@@ -111,6 +113,8 @@ class ClusterGraph(LiveView):
         self._muted = False
         self._workload_replicas: dict[str, int] = {}
         self._shown_replicas: tuple[str, int] | None = None
+        self._suggested_url = ""
+        self._live_pods: set[str] = set()
 
     def _act(self, action) -> None:
         try:
@@ -132,6 +136,9 @@ class ClusterGraph(LiveView):
     def _scale(self) -> str:
         if not self.workload.value:
             return Failure(tr("no Deployment or StatefulSet to scale"))
+        if self.replicas.value is None or int(self.replicas.value) < 0:
+            return Failure(tr("replicas must be 0 or more, not {replicas}: nothing was scaled",
+                              replicas=self.replicas.value))
         self.lab.scale(self.workload.value, int(self.replicas.value))
         return tr("scaled {workload} to {replicas}", workload=self.workload.value, replicas=self.replicas.value)
 
@@ -143,9 +150,9 @@ class ClusterGraph(LiveView):
 
     def _delete(self) -> str:
         ns, name = self._pod_ref()
+        pod = self.lab.get("pod", name, namespace=ns)
         self.lab.delete("pod", name, namespace=ns)
-        return tr('pod "{name}" deleted (it runs its preStop hook, then quits on its stop signal, at most after its '
-                  'grace period; "{advance}" moves the clock)', name=name, advance=tr("advance 5 s"))
+        return deletion_note(pod)
 
     def _break(self) -> str:
         ns, name = self._pod_ref()
@@ -320,9 +327,12 @@ class ClusterGraph(LiveView):
                                    if wanted is None or o["metadata"].get("namespace") in wanted}
         self._muted = True
         try:
+            previous = self.pod.value
             _set_options(self.pod, pods)
+            self._keep_a_live_pod(shown, previous)
             _set_options(self.source, sources)
             _set_options(self.service, services)
+            self._sync_url(objects["services"])
             _set_options(self.workload, workloads)
             self._sync_replicas()
             modes = {p.get("mode") for p in objects["proxies"].values() if p.get("running")}
@@ -334,6 +344,29 @@ class ClusterGraph(LiveView):
                 self.policy.value = svc["spec"].get("externalTrafficPolicy") or "Cluster"
         finally:
             self._muted = False
+
+    def _keep_a_live_pod(self, pods: list[dict], previous: str | None) -> None:
+        """When the chosen pod has just begun terminating (a scale-down, a delete) or is gone, choose one that still
+        runs; a terminating pod the student chose on purpose stays chosen."""
+        live = [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods
+                if not p["metadata"].get("deletionTimestamp")]
+        chosen = self.pod.value
+        if chosen and chosen not in live and live and (chosen != previous or chosen in self._live_pods):
+            self.pod.value = live[0]
+        self._live_pods = set(live)
+
+    def _sync_url(self, services: list[dict] | None = None) -> None:
+        """Aim the curl field at the chosen Service, unless the student has typed a URL of their own."""
+        if self.url.value and self.url.value != self._suggested_url:
+            return
+        if services is None:
+            svc = self._current_service() if self.service.value else None
+        else:
+            svc = next((s for s in services
+                        if f"{s['metadata']['namespace']}/{s['metadata']['name']}" == self.service.value), None)
+        suggested = service_url(svc) if svc is not None else ""
+        self._suggested_url = suggested
+        self.url.value = suggested
 
     def _sync_replicas(self, force: bool = False) -> None:
         """Show the chosen workload's replica count, whenever it (or the choice) changed since it was shown."""
@@ -382,6 +415,31 @@ def pod_label(pod: dict, one_namespace: bool, width: int = 26) -> str:
     tail = name.rsplit("-", 1)[-1] if "-" in name else name[-8:]
     head = label[:max(4, width - len(tail) - 2)]
     return f"{head}…-{tail}" if "-" in name else f"{head}…{tail}"
+
+
+def deletion_note(pod: dict) -> str:
+    """What happens to a pod once deleted, as its own spec decides: a preStop hook first (only if it has one),
+    then the stop signal, and the kill when the grace period runs out."""
+    name = pod["metadata"]["name"]
+    grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
+    hooks = [c for c in pod["spec"].get("containers", []) if (c.get("lifecycle") or {}).get("preStop")]
+    if hooks:
+        return tr('pod "{name}" deleted: it runs its preStop hook, then gets its stop signal, and is killed if it '
+                  'still runs {grace} s after the delete (its grace period); "{advance}" moves the clock',
+                  name=name, grace=grace, advance=tr("advance 5 s"))
+    return tr('pod "{name}" deleted: it has no preStop hook, so it gets its stop signal at once, and is killed if '
+              'it still runs {grace} s later (its grace period); "{advance}" moves the clock',
+              name=name, grace=grace, advance=tr("advance 5 s"))
+
+
+def service_url(svc: dict) -> str:
+    """The URL curl would use for a Service from inside the cluster: its DNS name (with the namespace outside
+    "default") and its first port when that is not 80."""
+    meta = svc["metadata"]
+    host = meta["name"] if meta.get("namespace", "default") == "default" else f"{meta['name']}.{meta['namespace']}"
+    ports = (svc.get("spec") or {}).get("ports") or []
+    port = ports[0].get("port", 80) if ports else 80
+    return f"http://{host}" + ("" if port == 80 else f":{port}")
 
 
 def _no_index_probe(pod: dict) -> str:

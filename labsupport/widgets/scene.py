@@ -117,6 +117,18 @@ def service_badges(svc: dict) -> list[str]:
     return tags
 
 
+def rules_definition(mode: str) -> str:
+    """What the picture and RulesView count as one rule in `mode`, and why the count can differ between nodes."""
+    if mode == "nftables":
+        return tr("rules: the add rule and add element lines of the nft output (the declarations of the table, "
+                  "chains, sets and maps are not counted); the hairpin-connections set has one element per port of "
+                  "each endpoint pod on this node, so the count differs from node to node")
+    if mode == "ipvs":
+        return tr("rules: the IPVS virtual and real servers plus the -A lines of the iptables rules IPVS mode still "
+                  "needs (headings, ipset members and kube-ipvs0's addresses are not counted)")
+    return tr("rules: the -A lines of iptables-save (table headers, chain declarations and COMMIT are not counted)")
+
+
 def build_model(objects: dict, namespaces: Iterable[str] | None = ("default",)) -> nx.DiGraph:
     """The cluster as a graph: zones contain nodes, nodes run pods, Services own slices, slices list pods.
 
@@ -295,6 +307,8 @@ class Step:
     end: str
     text: str
     rewrites: list[str] = field(default_factory=list)
+    #: False when no packet left (a name that did not resolve): the caption tells it, no arrow is drawn.
+    drawn: bool = True
 
 
 _DELIVERED = re.compile(r"delivered to pod (\S+?)/(\S+) at ")
@@ -353,7 +367,7 @@ def trace_steps(trace: Any, graph: nx.DiGraph) -> list[Step]:
             steps[-1].text += ("; " + "; ".join(notes) if notes else "")
             steps[-1].rewrites.extend(rewrites)
         else:
-            steps.append(Step(here, here, "; ".join(notes), list(rewrites)))
+            steps.append(Step(here, here, "; ".join(notes), list(rewrites), drawn=bool(getattr(trace, "hops", []))))
         steps[-1].text += f" ⇒ {end}" if end else ""
     return steps
 
@@ -503,7 +517,7 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
                 label = tr("kube-proxy ■ stopped — {mode} rules stay in the kernel", mode=mode)
                 color = "#c62828"
             out.append(f'<g class="kube-proxy" data-running="{str(bool(running)).lower()}">'
-                       f'<rect x="{box.x + 8 * s:.1f}" y="{box.y + 23 * s:.1f}" width="{box.w - 16 * s:.1f}" '
+                       f'<title>{_esc(rules_definition(mode))}</title><rect x="{box.x + 8 * s:.1f}" y="{box.y + 23 * s:.1f}" width="{box.w - 16 * s:.1f}" '
                        f'height="{17 * s:.1f}" rx="4" fill="#e0f2f1" stroke="{color}"/>'
                        + _text(box.x + 14 * s, box.y + 35.5 * s, label, fs * 0.85, fill=color) + "</g>")
         out.append("</g>")
@@ -571,7 +585,7 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
     if steps:
         obstacles = _text_areas(graph, boxes, s)
         for i, step in enumerate(shown, 1):
-            if step.start not in boxes or step.end not in boxes:
+            if step.start not in boxes or step.end not in boxes or not step.drawn:
                 continue
             a = _anchor(graph, boxes, step.start, s)
             b = _anchor(graph, boxes, step.end, s)
