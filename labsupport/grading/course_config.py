@@ -27,6 +27,7 @@ from traitlets import Unicode
 
 from labsupport.errors import LabError
 from labsupport.grading.execute import GradedExecute, SandboxedKernelManager
+from labsupport.grading.feedback_style import WrapFailureMessages
 from labsupport.i18n import LANGUAGES, VARIABLE
 from labsupport.tasks import STUDENT_ENV, grading_env
 
@@ -136,7 +137,8 @@ def configure(c: Any, root: str | os.PathLike, *, language: str = "en", course_i
     c.ClearSolutions.text_stub = text_stub
 
     # Feedback shows each test's score and message, but not the hidden checks' code, so the course can be reused.
-    c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ShortTestErrors, CSSHTMLHeaderPreprocessor]
+    c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ShortTestErrors, CSSHTMLHeaderPreprocessor,
+                                        WrapFailureMessages]
 
     # Students' files must be notebooks with these names; nothing else is copied into the submission.
     c.Autograde.create_student = True
