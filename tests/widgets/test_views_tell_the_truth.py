@@ -2,6 +2,7 @@
 against RulesView's, the lesson tables in both languages, client addresses explained, notes shown as text."""
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -206,3 +207,52 @@ def test_a_masqueraded_client_address_says_it_is_the_nodes_pod_network_gateway(l
     assert "pod network" in repr(seen) and "gateway" in seen._repr_html_()
     monkeypatch.setenv("LABSUPPORT_LANG", "ru")
     assert "шлюз подов" in lesson.address_owners(lab)[gateways[0]]
+
+
+# --- where the traced path is drawn --------------------------------------------------------------------------------
+
+def _steps(svg: str) -> list[tuple[list[tuple[float, float]], tuple[float, float]]]:
+    """(the points of its line, its number's centre) for every drawn trace step."""
+    found = []
+    for group in re.findall(r'<g class="trace-step".*?</g>', svg):
+        line = re.search(r'points="([^"]+)"', group)
+        if line:
+            points = [tuple(map(float, p.split(","))) for p in line.group(1).split()]
+        else:
+            x1, y1, x2, y2 = (float(re.search(rf' {k}="([\d.-]+)"', group).group(1)) for k in ("x1", "y1", "x2", "y2"))
+            points = [(x1, y1), (x2, y2)]
+        centre = re.search(r'class="trace-number" cx="([\d.-]+)" cy="([\d.-]+)"', group)
+        found.append((points, (float(centre.group(1)), float(centre.group(2)))))
+    return found
+
+
+def _crosses(p1, p2, box) -> bool:
+    """Whether the axis-parallel or straight segment p1-p2 passes through the box (sampled every pixel)."""
+    n = int(max(abs(p2[0] - p1[0]), abs(p2[1] - p1[1]))) + 1
+    return any(box.x < p1[0] + (p2[0] - p1[0]) * k / n < box.x + box.w and
+               box.y < p1[1] + (p2[1] - p1[1]) * k / n < box.y + box.h for k in range(n + 1))
+
+
+def test_step_numbers_sit_by_their_own_pods_and_legs_between_nodes_cross_no_pod(web):
+    web.scale("web", 5)
+    web.wait(lambda l: ready_addresses(l, "web") == 5)
+    graph = web.graph(live=False)
+    boxes = graph.layout_engine.place(graph.model)
+    pods = {n: boxes[n] for n, d in graph.model.nodes(data=True) if d["kind"] == "pod"}
+    checked = 0
+    for pod in list(pods):
+        trace = graph.request("http://web", source=f"pod/{pod.split('/', 1)[1]}")
+        drawn = _steps(graph.svg)
+        assert len(drawn) == len(graph.steps)
+        for step, (points, (cx, cy)) in zip(graph.steps, drawn):
+            own = [e for e in (step.start, step.end) if e in pods]
+            if own:
+                def distance(box):
+                    return math.hypot(max(box.x - cx, 0, cx - box.x - box.w), max(box.y - cy, 0, cy - box.y - box.h))
+                nearest = min(pods, key=lambda p: distance(pods[p]))
+                assert nearest in own, (trace.result.pod, step.start, step.end, nearest)
+                checked += 1
+            else:
+                for p1, p2 in zip(points, points[1:]):
+                    assert not any(_crosses(p1, p2, box) for box in pods.values()), (step.start, step.end)
+    assert checked >= 2 * len(pods)
