@@ -541,4 +541,6 @@ MESSAGES: dict[str, str] = {
     "virtual server picks a real server and rewrites the destination): {verdict}":
         "netfilter, {hook}, затем IPVS (ClusterIP — адрес интерфейса kube-ipvs0, поэтому пакет адресован этой ноде; "
         "виртуальный сервер IPVS выбирает реальный сервер и переписывает адрес назначения): {verdict}",
+    "(the traced request went through the {old} rules: trace it again to light the {mode} rules)":
+        "(отслеженный запрос прошёл через правила {old}: отследи его ещё раз, чтобы подсветить правила {mode})",
 }

@@ -123,6 +123,19 @@ def test_ipvs_hop_says_ipvs_rewrites_the_destination(web):
     assert "IPVS" not in web.trace("http://web", source=f"pod/{pod}").hops[0].what
 
 
+def test_rules_view_lights_no_rule_of_a_mode_the_trace_did_not_go_through(web):
+    pod = web.get("pods", selector="app=web")[1]
+    trace = web.trace("http://web", source=f"pod/{pod['metadata']['name']}")
+    view = RulesView(web, pod["spec"]["nodeName"], trace=trace, live=False)
+    assert view.html.count('class="rule matched"') > 0
+    web.set_proxy_mode("ipvs")
+    view.refresh()
+    assert view.html.count('class="rule matched"') == 0
+    assert "went through the iptables rules: trace it again" in view.html
+    view.highlight(web.trace("http://web", source=f"pod/{pod['metadata']['name']}"))
+    assert "TCP  " in "".join(re.findall(r'<div class="rule matched"[^>]*>([^<]*)', view.html))
+
+
 # --- one definition of a rule ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", ["iptables", "ipvs", "nftables"])
