@@ -373,7 +373,7 @@ def trace_steps(trace: Any, graph: nx.DiGraph) -> list[Step]:
             steps[-1].rewrites.extend(rewrites)
         else:
             steps.append(Step(here, here, "; ".join(notes), list(rewrites), drawn=bool(getattr(trace, "hops", []))))
-        steps[-1].text += f" ⇒ {end}" if end else ""
+        steps[-1].text = " ⇒ ".join(part for part in (steps[-1].text, end) if part)
     return steps
 
 
