@@ -14,6 +14,7 @@ import ipywidgets as widgets
 
 from labsupport.model.objects import clone
 from labsupport.i18n import tr
+from labsupport.widgets.lesson import address_owners
 from labsupport.widgets.live import LiveView, read_cluster
 from labsupport.widgets.present import type_scale
 from labsupport.widgets.scene import CLIENT, Layout, Step, build_model, render_svg, trace_steps
@@ -182,8 +183,10 @@ class ClusterGraph(LiveView):
         result = trace.result
         if not result.ok:
             return Failure(result.error or result.text or tr("no answer"))
-        return tr("{status} from {pod} (client IP seen: {client_ip})", status=result.status, pod=result.pod,
+        said = tr("{status} from {pod} (client IP seen: {client_ip})", status=result.status, pod=result.pod,
                   client_ip=result.client_ip)
+        owner = address_owners(self.lab).get(result.client_ip, "")
+        return f"{said} — {owner}" if owner else said
 
     def _step(self, delta: int) -> None:
         if not self.steps:

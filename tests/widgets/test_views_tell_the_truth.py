@@ -269,3 +269,13 @@ def test_step_numbers_sit_by_their_own_pods_and_legs_between_nodes_cross_no_pod(
                 for p1, p2 in zip(points, points[1:]):
                     assert not any(_crosses(p1, p2, box) for box in pods.values()), (step.start, step.end)
     assert checked >= 2 * len(pods)
+
+
+def test_the_pictures_status_line_says_what_the_client_address_is(web):
+    graph = web.graph(live=False)
+    pod = web.get("pods", selector="app=web")[0]["metadata"]["name"]
+    graph.source.value = f"pod/default/{pod}"
+    graph.url.value = "http://web"
+    graph.send_button.click()
+    assert "client IP seen: 10.244." in graph.status.value
+    assert re.search(r"client IP seen: [\d.]+\) — (pod |node )", graph.status.value), graph.status.value
