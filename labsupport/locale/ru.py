@@ -543,4 +543,6 @@ MESSAGES: dict[str, str] = {
         "виртуальный сервер IPVS выбирает реальный сервер и переписывает адрес назначения): {verdict}",
     "(the traced request went through the {old} rules: trace it again to light the {mode} rules)":
         "(отслеженный запрос прошёл через правила {old}: отследи его ещё раз, чтобы подсветить правила {mode})",
+    "type the URL to send the request to (e.g. http://<service>) in the curl field":
+        "впиши в поле curl URL, на который отправить запрос (например http://<service>)",
 }

@@ -94,6 +94,7 @@ class ClusterGraph(LiveView):
         self.policy.observe(self._on_policy, names="value")
         self.service.observe(self._sync_policy, names="value")
         self.service.observe(lambda _: self._sync_url(), names="value")
+        self.source.observe(lambda _: self._sync_url(), names="value")
         self.workload.observe(lambda _: self._sync_replicas(force=True), names="value")
         for name in ("workload", "replicas", "pod", "mode", "service", "policy", "source", "url"):
             getattr(self, name).add_class(f"labsupport-{name}")
@@ -178,6 +179,8 @@ class ClusterGraph(LiveView):
         return tr("restored {path} in {name}", path=NGINX_INDEX, name=name)
 
     def _send_request(self) -> str:
+        if not self.url.value.strip():
+            return Failure(tr("type the URL to send the request to (e.g. http://<service>) in the curl field"))
         trace = self.lab.trace(self.url.value, source=self.source.value or "client")
         self.show_trace(trace)
         result = trace.result
@@ -335,7 +338,7 @@ class ClusterGraph(LiveView):
             self._keep_a_live_pod(shown, previous)
             _set_options(self.source, sources)
             _set_options(self.service, services)
-            self._sync_url(objects["services"])
+            self._sync_url(objects)
             _set_options(self.workload, workloads)
             self._sync_replicas()
             modes = {p.get("mode") for p in objects["proxies"].values() if p.get("running")}
@@ -358,16 +361,25 @@ class ClusterGraph(LiveView):
             self.pod.value = live[0]
         self._live_pods = set(live)
 
-    def _sync_url(self, services: list[dict] | None = None) -> None:
-        """Aim the curl field at the chosen Service, unless the student has typed a URL of their own."""
+    def _sync_url(self, objects: dict | None = None) -> None:
+        """Aim the curl field at the chosen Service as the chosen source reaches it (or, without a Service, at a
+        running pod), unless the student has typed a URL of their own."""
+        if self._muted and objects is None:
+            return
         if self.url.value and self.url.value != self._suggested_url:
             return
-        if services is None:
-            svc = self._current_service() if self.service.value else None
+        if objects is None:
+            objects = read_cluster(self.lab, rule_counts=False)
+        svc = next((s for s in objects["services"]
+                    if f"{s['metadata']['namespace']}/{s['metadata']['name']}" == self.service.value), None)
+        if svc is not None:
+            suggested = service_url(svc, self.source.value or "client", objects["nodes"])
         else:
-            svc = next((s for s in services
-                        if f"{s['metadata']['namespace']}/{s['metadata']['name']}" == self.service.value), None)
-        suggested = service_url(svc) if svc is not None else ""
+            pod = next((p for p in objects["pods"] if f"pod/{p['metadata']['namespace']}/{p['metadata']['name']}"
+                        != self.source.value and (p.get("status") or {}).get("phase") == "Running"
+                        and (p.get("status") or {}).get("podIP") and not p["metadata"].get("deletionTimestamp")),
+                       None)
+            suggested = pod_url(pod) if pod is not None else ""
         self._suggested_url = suggested
         self.url.value = suggested
 
@@ -435,14 +447,37 @@ def deletion_note(pod: dict) -> str:
               name=name, grace=grace, advance=tr("advance 5 s"))
 
 
-def service_url(svc: dict) -> str:
-    """The URL curl would use for a Service from inside the cluster: its DNS name (with the namespace outside
-    "default") and its first port when that is not 80."""
-    meta = svc["metadata"]
-    host = meta["name"] if meta.get("namespace", "default") == "default" else f"{meta['name']}.{meta['namespace']}"
-    ports = (svc.get("spec") or {}).get("ports") or []
-    port = ports[0].get("port", 80) if ports else 80
+def _url(host: str, port: int) -> str:
     return f"http://{host}" + ("" if port == 80 else f":{port}")
+
+
+def service_url(svc: dict, source: str = "pod", nodes: list[dict] = ()) -> str:
+    """The URL that reaches a Service from `source` as a real curl there would need it: a pod uses the Service's DNS
+    name (cluster DNS), a node its ClusterIP (a node does not ask the cluster's DNS), the client outside a
+    LoadBalancer IP or a node's NodePort (the DNS name when the Service has neither, which fails as it would)."""
+    from labsupport.widgets.scene import node_ip
+    meta, spec = svc["metadata"], svc.get("spec") or {}
+    ports = spec.get("ports") or [{}]
+    port = ports[0].get("port", 80)
+    host = meta["name"] if meta.get("namespace", "default") == "default" else f"{meta['name']}.{meta['namespace']}"
+    cluster_ip = spec.get("clusterIP")
+    if source.startswith("node/") and cluster_ip and cluster_ip != "None":
+        return _url(cluster_ip, port)
+    if source == "client":
+        ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+        if ingress and ingress[0].get("ip"):
+            return _url(ingress[0]["ip"], port)
+        workers = [node_ip(n) for n in nodes if "node-role.kubernetes.io/control-plane"
+                   not in (n["metadata"].get("labels") or {})]
+        if ports[0].get("nodePort") and workers:
+            return _url(workers[0], ports[0]["nodePort"])
+    return _url(host, port)
+
+
+def pod_url(pod: dict) -> str:
+    """The URL of a pod's own address and first container port (80 when it declares none)."""
+    declared = [p.get("containerPort") for c in pod["spec"].get("containers", []) for p in c.get("ports") or []]
+    return _url(pod["status"]["podIP"], declared[0] if declared else 80)
 
 
 def _no_index_probe(pod: dict) -> str:

@@ -44,6 +44,36 @@ def test_curl_field_aims_at_the_chosen_service(lab):
     assert "200 from echo-" in graph.status.value
 
 
+def test_curl_field_reaches_the_service_the_way_the_source_can(web):
+    web.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web-np"},
+               "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80, "nodePort": 30080}]}})
+    graph = web.graph(live=False)
+    graph.service.value = "default/web-np"
+    svc = web.get("svc", "web-np")
+    graph.source.value = "node/lab-worker2"
+    assert graph.url.value == f"http://{svc['spec']['clusterIP']}"     # a node does not ask the cluster's DNS
+    graph.source.value = "client"
+    worker = next(n["ip"] for n in lesson.nodes(web).rows if n["role"] == "worker")
+    assert graph.url.value == f"http://{worker}:30080"
+    for source in ("node/lab-worker2", "client"):
+        graph.source.value = source
+        graph.send_button.click()
+        assert "200 from web-" in graph.status.value, (source, graph.status.value)
+
+
+def test_without_a_service_the_curl_field_aims_at_a_running_pod(lab):
+    from tests.conftest import WEB
+    lab.apply(WEB.split("---")[0])
+    lab.wait(lambda l: lesson.running(l, "app=web") == 3)
+    graph = lab.graph(live=False)
+    assert graph.url.value.startswith("http://10.244.")
+    graph.send_button.click()
+    assert "200 from web-" in graph.status.value and 'class="trace-step"' in graph.svg
+    graph.url.value = ""
+    graph.send_button.click()
+    assert "type the URL to send the request to" in graph.status.value
+
+
 def test_a_url_the_student_typed_stays(web):
     graph = web.graph(live=False)
     assert graph.url.value == "http://web"
