@@ -482,12 +482,25 @@ def _margin_route(graph: nx.DiGraph, boxes: dict[str, Box], start: str, end: str
     if from_node:
         out_x = sb.x + sb.w + 4 * s if rightward else sb.x - 4 * s
         points = [(sb.x + sb.w - 8 * s if rightward else sb.x + 8 * s, sb.y + badge), (out_x, sb.y + badge)]
+        # straight across at the badges' height when no other node box is in the way (neighbouring zones)
+        direct = points + [(end_x, sb.y + badge), (end_x, end_y), into]
+        others = [b for n, b in boxes.items() if n not in (start, end) and n in graph
+                  and graph.nodes[n]["kind"] == "node"]
+        if not any(_segment_hits(p1, p2, b) for p1, p2 in zip(direct[1:], direct[2:-1]) for b in others):
+            return direct, _longest_middle(direct)
     else:
         out_x = sb.x + sb.w / 2
         points = [(out_x, sb.y + sb.h)]
     band = _corridor(boxes, graph, s)
     points += [(out_x, band), (end_x, band), (end_x, end_y), into]
     return points, _longest_middle(points)
+
+
+def _segment_hits(p1: tuple[float, float], p2: tuple[float, float], box: Box) -> bool:
+    """Whether an axis-parallel segment passes through the box."""
+    (x1, y1), (x2, y2) = p1, p2
+    return (min(x1, x2) < box.x + box.w and max(x1, x2) > box.x and
+            min(y1, y2) < box.y + box.h and max(y1, y2) > box.y)
 
 
 def _longest_middle(points: list[tuple[float, float]]) -> tuple[float, float]:
