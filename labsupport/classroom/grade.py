@@ -342,9 +342,8 @@ def summary_table(outcomes: list[Outcome]) -> str:
         score = f"{o.score:g} / {o.max_score:g}" if o.score is not None else "-"
         seconds = f"{o.seconds:.1f}" if o.status != "skipped" else "-"
         rows.append((o.student, o.status, score, seconds, o.message))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:4], widths)) + ("  " + r[4] if r[4] else "")
-             for r in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     counts: dict[str, int] = {}
     for o in outcomes:

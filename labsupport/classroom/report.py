@@ -171,14 +171,34 @@ def render(results: ClassResults) -> str:
     else:
         parts.append("<p id='grading-time'>Not recorded: these submissions were not graded with "
                      "<code>labsupport grade</code>.</p>")
-    parts.append("<h2>Students to follow up</h2><table id='follow-up'><thead><tr><th>student</th><th>status</th>"
-                 "</tr></thead><tbody>")
-    for student, why in sorted(results.failed.items()):
-        parts.append(f"<tr><td>{e(student)}</td><td>failed to grade: {e(why)}</td></tr>")
-    for student in results.not_submitted:
-        parts.append(f"<tr><td>{e(student)}</td><td>not submitted</td></tr>")
-    parts.append("</tbody></table></body></html>")
+    parts.append("<h2>Students</h2>")
+    parts.append(student_table(results))
+    parts.append("<h2>Students to follow up</h2>")
+    if not results.failed and not results.not_submitted:
+        parts.append("<p id='follow-up'>None: every student submitted and was graded.</p>")
+    else:
+        parts.append("<table id='follow-up'><thead><tr><th>student</th><th>status</th></tr></thead><tbody>")
+        for student, why in sorted(results.failed.items()):
+            parts.append(f"<tr><td>{e(student)}</td><td>failed to grade: {e(why)}</td></tr>")
+        for student in results.not_submitted:
+            parts.append(f"<tr><td>{e(student)}</td><td>not submitted</td></tr>")
+        parts.append("</tbody></table>")
+    parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def student_table(results: ClassResults) -> str:
+    """Every student's autograded score (or why there is none), one row each, sorted by name."""
+    e = html.escape
+    rows = [(student, f"{score:g} / {results.max_score:g}",
+             f"{score / results.max_score:.0%}" if results.max_score else "")
+            for student, score in results.scores.items()]
+    rows += [(student, "—", f"failed to grade: {why}") for student, why in results.failed.items()]
+    rows += [(student, "—", "not submitted") for student in results.not_submitted]
+    body = "".join(f"<tr><td>{e(student)}</td><td class='score'>{e(score)}</td><td>{e(note)}</td></tr>"
+                   for student, score, note in sorted(rows))
+    return ("<table id='per-student'><thead><tr><th>student</th><th>score</th><th>note</th></tr></thead>"
+            f"<tbody>{body}</tbody></table>")
 
 
 def write_report(course: pathlib.Path, assignment: str, output: pathlib.Path) -> pathlib.Path:

@@ -31,6 +31,7 @@ from labsupport.grading.exchange import SafeExchangeCollect
 from labsupport.grading.execute import GradedExecute, SandboxedKernelManager
 from labsupport.grading.feedback import PicturesAsImages, ShortTestErrors, StudentMarkupAsText
 from labsupport.grading.intake import CheckSubmission
+from labsupport.grading.feedback_style import WrapFailureMessages
 from labsupport.i18n import LANGUAGES, VARIABLE
 from labsupport.tasks import STUDENT_ENV, grading_env
 
@@ -132,9 +133,9 @@ def configure(c: Any, root: str | os.PathLike, *, language: str = "en", course_i
 
     # Feedback shows each test's score and message, but not the hidden checks' code, so the course can be reused.
     # The student's own markup in outputs and answers is sanitized (no script runs in a feedback page or in the
-    # formgrader); the cluster's picture is kept as an image.
+    # formgrader); the cluster's picture is kept as an image; a failed test's message wraps in its box.
     c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ShortTestErrors, StudentMarkupAsText,
-                                        PicturesAsImages, CSSHTMLHeaderPreprocessor]
+                                        PicturesAsImages, CSSHTMLHeaderPreprocessor, WrapFailureMessages]
     c.HTMLExporter.sanitize_html = True
 
     # Students' files must be notebooks with these names; nothing else is copied into the submission.

@@ -283,6 +283,7 @@ MESSAGES: dict[str, str] = {
     '"{advance}" moves the clock)':
         'под "{name}" удалён (он выполняет preStop-хук, затем завершается по сигналу остановки, самое позднее '
         'по истечении grace period; «{advance}» двигает часы)',
+    "choose a pod first": "сначала выберите под",
     "{name}: {missing}, so nothing changes: it stays ready and keeps its traffic. Give the pod template a "
     "readinessProbe (httpGet on / port 80) to see it leave the Service.":
         "{name}: {missing}, поэтому ничего не изменится — под остаётся ready и продолжает получать трафик. Добавь "
@@ -311,6 +312,7 @@ MESSAGES: dict[str, str] = {
     "{node} — kube-proxy mode {mode}, {lines} lines, {matched} matched by the traced request":
         "{node} — режим kube-proxy {mode}; строк {lines}, из них на отслеженный запрос сработало {matched}",
     "… {count} more lines (narrow them with grep)": "… и ещё строк: {count} (сузь вывод через grep)",
+    "… {count} more lines (narrow them with grep)": "… ещё строк: {count} (сузьте их через grep)",
     "all nodes": "все ноды",
     "refresh": "обновить",
     "no tracked connections": "нет отслеживаемых соединений",
@@ -580,4 +582,52 @@ MESSAGES: dict[str, str] = {
         "порта, и считается он один раз.",
     "hits is {hits}, but the responses you kept count {seen}: count the .body of each of them.":
         "в hits {hits}, а по сохранённым responses выходит {seen}: посчитай .body каждого из них.",
+    # --- lesson tables, the picture's controls, rule counts and client addresses (added together)
+    "name": "имя",
+    "state": "состояние",
+    "role": "роль",
+    "address": "адрес",
+    "client address": "адрес клиента",
+    "requests": "запросов",
+    "what it is": "что это",
+    "node {node} (its InternalIP)": "нода {node} (её InternalIP)",
+    "node {node}'s own address on its pod network {cidr} (the pods' gateway): a node that masquerades a connection "
+    "to a pod on the same node gives it this source address":
+        "собственный адрес ноды {node} в её сети подов {cidr} (шлюз подов): нода, которая маскарадит соединение к "
+        "поду на той же ноде, ставит ему этот адрес источника",
+    "the client outside the cluster (its own address, not translated)":
+        "клиент вне кластера (его собственный адрес, без трансляции)",
+    "replicas must be 0 or more, not {replicas}: nothing was scaled":
+        "число реплик должно быть 0 или больше, а не {replicas}: ничего не масштабировано",
+    'pod "{name}" deleted: it runs its preStop hook, then gets its stop signal, and is killed if it still runs {grace} '
+    's after the delete (its grace period); "{advance}" moves the clock':
+        'под "{name}" удалён: он выполняет свой preStop-хук, затем получает сигнал остановки, а если через {grace} с '
+        'после удаления (его grace period) он ещё работает, его убивают; «{advance}» двигает часы',
+    'pod "{name}" deleted: it has no preStop hook, so it gets its stop signal at once, and is killed if it still runs '
+    '{grace} s later (its grace period); "{advance}" moves the clock':
+        'под "{name}" удалён: preStop-хука у него нет, поэтому сигнал остановки он получает сразу, а если через '
+        '{grace} с (его grace period) он ещё работает, его убивают; «{advance}» двигает часы',
+    "rules: the add rule and add element lines of the nft output (the declarations of the table, chains, sets and "
+    "maps are not counted); the hairpin-connections set has one element per port of each endpoint pod on this node, "
+    "so the count differs from node to node":
+        "правила: строки add rule и add element в выводе nft (объявления таблицы, цепочек, множеств и карт не "
+        "считаются); в множестве hairpin-connections по одному элементу на каждый порт каждого пода-эндпоинта на "
+        "этой ноде, поэтому число отличается от ноды к ноде",
+    "rules: the IPVS virtual and real servers plus the -A lines of the iptables rules IPVS mode still needs "
+    "(headings, ipset members and kube-ipvs0's addresses are not counted)":
+        "правила: виртуальные и реальные серверы IPVS плюс строки -A тех правил iptables, которые режиму IPVS всё "
+        "ещё нужны (заголовки, элементы ipset и адреса kube-ipvs0 не считаются)",
+    "rules: the -A lines of iptables-save (table headers, chain declarations and COMMIT are not counted)":
+        "правила: строки -A в выводе iptables-save (заголовки таблиц, объявления цепочек и COMMIT не считаются)",
+    "{node} — kube-proxy mode {mode}: {rules} rules in {lines} lines, {matched} matched by the traced request":
+        "{node} — режим kube-proxy {mode}: правил {rules} в {lines} строках, сработало на отслеженный запрос: "
+        "{matched}",
+    "netfilter, {hook}, then IPVS (the ClusterIP is an address of kube-ipvs0, so the packet is for this node; IPVS's "
+    "virtual server picks a real server and rewrites the destination): {verdict}":
+        "netfilter, {hook}, затем IPVS (ClusterIP — адрес интерфейса kube-ipvs0, поэтому пакет адресован этой ноде; "
+        "виртуальный сервер IPVS выбирает реальный сервер и переписывает адрес назначения): {verdict}",
+    "(the traced request went through the {old} rules: trace it again to light the {mode} rules)":
+        "(отслеженный запрос прошёл через правила {old}: отследи его ещё раз, чтобы подсветить правила {mode})",
+    "type the URL to send the request to (e.g. http://<service>) in the curl field":
+        "впиши в поле curl URL, на который отправить запрос (например http://<service>)",
 }

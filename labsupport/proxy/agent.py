@@ -10,7 +10,8 @@ from typing import Iterable
 
 from labsupport.errors import UnknownProxyMode
 from labsupport.shape import PROXY_MODES
-from labsupport.proxy.iptables import FILTER_CHAINS_FIXED, NAT_CHAINS_FIXED, build_tables, count_rules, dump
+from labsupport.proxy.rule_count import count_rules
+from labsupport.proxy.iptables import FILTER_CHAINS_FIXED, NAT_CHAINS_FIXED, build_tables, dump
 from labsupport.proxy.iptables import cleanup_commands as iptables_cleanup
 from labsupport.proxy.ipvs import IPSET_TYPES, IpvsState, ipvs_state
 from labsupport.proxy.nftables import NftablesSyncer
@@ -135,15 +136,8 @@ class KubeProxy:
 
     @property
     def rule_count(self) -> int:
-        """iptables: `-A` rules; nftables: rules plus map/set elements; ipvs: virtual plus real servers."""
-        if self.mode == "iptables":
-            return sum(count_rules(self.rules).values())
-        if self.mode == "nftables":
-            return sum(1 for line in self.rules.splitlines()
-                       if line.startswith("add rule ") or line.startswith("add element "))
-        if self._ipvs is None:
-            return 0
-        return sum(1 + len(vs.real_servers) for vs in self._ipvs.virtual_servers)
+        """The rules in the node's output, as `labsupport.proxy.rule_count` defines them for every view."""
+        return count_rules(self.mode, self.rules)
 
     def sync(self, services: Iterable[dict], endpointslices: Iterable[dict]) -> SyncResult:
         """Render the rules for this state of the cluster and report what a real kube-proxy would write."""

@@ -324,7 +324,13 @@ class SimNetwork:
                 conn = dp.connect(src, sport, dst, dport, proto, now=now)
                 state["tracked"].append((dp, src, sport, dst, dport, proto))
                 hook = tr("OUTPUT (locally generated)") if local else tr("PREROUTING (arriving)")
-                hops.append(Hop(node, f"netfilter, {hook}: {conn.verdict}", list(conn.hits), list(conn.rewrites)))
+                if dp.mode == "ipvs" and conn.endpoint and not conn.from_conntrack:
+                    what = tr("netfilter, {hook}, then IPVS (the ClusterIP is an address of kube-ipvs0, so the "
+                              "packet is for this node; IPVS's virtual server picks a real server and rewrites the "
+                              "destination): {verdict}", hook=hook, verdict=conn.verdict)
+                else:
+                    what = f"netfilter, {hook}: {conn.verdict}"
+                hops.append(Hop(node, what, list(conn.hits), list(conn.rewrites)))
                 if conn.verdict in ("DROP", "REJECT"):
                     return self._fail(state, "timeout" if conn.verdict == "DROP" else "refused")
                 if conn.endpoint and not conn.from_conntrack:

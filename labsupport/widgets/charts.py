@@ -17,6 +17,8 @@ import io
 from functools import lru_cache
 from typing import Iterable, Sequence
 
+from labsupport.proxy.rule_count import count_rules
+
 NODE = {"apiVersion": "v1", "kind": "Node",
         "metadata": {"name": "lab-worker", "labels": {"topology.kubernetes.io/zone": "ru-central1-a"}},
         "spec": {"podCIDR": "10.244.1.0/24"},
@@ -58,18 +60,6 @@ def nat_rules(services: int, endpoints: int = 10) -> int:
     """`-A` rules in the iptables nat table for ClusterIP-only Services (upstream's formula is 5 + S·(2 + 3E))."""
     text = _rendered("iptables", services, endpoints)[0]
     return sum(1 for line in text.split("*nat", 1)[1].splitlines() if line.startswith("-A "))
-
-
-def count_rules(mode: str, text: str) -> int:
-    """Rules in kube-proxy's output: iptables `-A` lines; nftables rules and map/set elements; IPVS virtual and
-    real servers plus the iptables rules IPVS mode still needs."""
-    lines = text.splitlines()
-    if mode == "nftables":
-        return sum(1 for line in lines if line.startswith(("add rule ", "add element ")))
-    rules = sum(1 for line in lines if line.startswith("-A "))
-    if mode == "ipvs":
-        rules += sum(1 for line in lines if line.startswith(("TCP ", "UDP ", "SCTP ", "  -> ")))
-    return rules
 
 
 @lru_cache(maxsize=32)
@@ -168,6 +158,9 @@ def bar_chart(values: dict[str, float], *, title: str, ylabel: str, logy: bool =
         ax.annotate(fmt.format(h), (bar.get_x() + bar.get_width() / 2, h), ha="center", va="bottom", fontsize=9)
     if logy:
         ax.set_yscale("log")
+    top = max(heights, default=0)
+    if top > 0:     # headroom, so that the tallest bar's value stays inside the frame
+        ax.set_ylim(top=top * 3 if logy else top * 1.12)
     ax.set_title(title)
     ax.set_ylabel(ylabel)
     ax.grid(True, axis="y", alpha=0.3)

@@ -14,6 +14,7 @@ import ipywidgets as widgets
 
 from labsupport.model.objects import clone
 from labsupport.i18n import tr
+from labsupport.widgets.lesson import address_owners
 from labsupport.widgets.live import LiveView, read_cluster
 from labsupport.widgets.present import type_scale
 from labsupport.widgets.scene import CLIENT, Layout, Step, build_model, render_svg, trace_steps
@@ -55,7 +56,8 @@ class ClusterGraph(LiveView):
     def _build_controls(self) -> None:
         small = widgets.Layout(width="auto")
         self.workload = widgets.Dropdown(layout=widgets.Layout(width="170px"))
-        self.replicas = widgets.BoundedIntText(value=3, min=0, max=500, layout=widgets.Layout(width="70px"))
+        # not a BoundedIntText: the browser would clamp -1 to 0 and scale every pod away without a word
+        self.replicas = widgets.IntText(value=3, layout=widgets.Layout(width="70px"))
         self.scale_button = widgets.Button(description=tr("scale"), icon="arrows-v", layout=small)
         self.pod = widgets.Dropdown(layout=widgets.Layout(width="230px"))
         self.delete_button = widgets.Button(description=tr("delete pod"), button_style="danger", icon="trash",
@@ -68,7 +70,7 @@ class ClusterGraph(LiveView):
         self.service = widgets.Dropdown(layout=widgets.Layout(width="170px"))
         self.policy = widgets.ToggleButtons(options=["Cluster", "Local"], style={"button_width": "70px"})
         self.source = widgets.Dropdown(layout=widgets.Layout(width="230px"))
-        self.url = widgets.Text(value="http://web", layout=widgets.Layout(width="220px"))
+        self.url = widgets.Text(value="", placeholder="http://<service>", layout=widgets.Layout(width="220px"))
         self.send_button = widgets.Button(description=tr("send request"), button_style="primary", icon="paper-plane",
                                           layout=small)
         self.prev_button = widgets.Button(description=tr("◀ step"), layout=small)
@@ -91,6 +93,8 @@ class ClusterGraph(LiveView):
         self.mode.observe(self._on_mode, names="value")
         self.policy.observe(self._on_policy, names="value")
         self.service.observe(self._sync_policy, names="value")
+        self.service.observe(lambda _: self._sync_url(), names="value")
+        self.source.observe(lambda _: self._sync_url(), names="value")
         self.workload.observe(lambda _: self._sync_replicas(force=True), names="value")
         for name in ("workload", "replicas", "pod", "mode", "service", "policy", "source", "url"):
             getattr(self, name).add_class(f"labsupport-{name}")
@@ -111,6 +115,8 @@ class ClusterGraph(LiveView):
         self._muted = False
         self._workload_replicas: dict[str, int] = {}
         self._shown_replicas: tuple[str, int] | None = None
+        self._suggested_url = ""
+        self._live_pods: set[str] = set()
 
     def _act(self, action) -> None:
         try:
@@ -132,6 +138,9 @@ class ClusterGraph(LiveView):
     def _scale(self) -> str:
         if not self.workload.value:
             return Failure(tr("no Deployment or StatefulSet to scale"))
+        if self.replicas.value is None or int(self.replicas.value) < 0:
+            return Failure(tr("replicas must be 0 or more, not {replicas}: nothing was scaled",
+                              replicas=self.replicas.value))
         self.lab.scale(self.workload.value, int(self.replicas.value))
         return tr("scaled {workload} to {replicas}", workload=self.workload.value, replicas=self.replicas.value)
 
@@ -143,9 +152,9 @@ class ClusterGraph(LiveView):
 
     def _delete(self) -> str:
         ns, name = self._pod_ref()
+        pod = self.lab.get("pod", name, namespace=ns)
         self.lab.delete("pod", name, namespace=ns)
-        return tr('pod "{name}" deleted (it runs its preStop hook, then quits on its stop signal, at most after its '
-                  'grace period; "{advance}" moves the clock)', name=name, advance=tr("advance 5 s"))
+        return deletion_note(pod)
 
     def _break(self) -> str:
         ns, name = self._pod_ref()
@@ -170,13 +179,17 @@ class ClusterGraph(LiveView):
         return tr("restored {path} in {name}", path=NGINX_INDEX, name=name)
 
     def _send_request(self) -> str:
+        if not self.url.value.strip():
+            return Failure(tr("type the URL to send the request to (e.g. http://<service>) in the curl field"))
         trace = self.lab.trace(self.url.value, source=self.source.value or "client")
         self.show_trace(trace)
         result = trace.result
         if not result.ok:
             return Failure(result.error or result.text or tr("no answer"))
-        return tr("{status} from {pod} (client IP seen: {client_ip})", status=result.status, pod=result.pod,
+        said = tr("{status} from {pod} (client IP seen: {client_ip})", status=result.status, pod=result.pod,
                   client_ip=result.client_ip)
+        owner = address_owners(self.lab).get(result.client_ip, "")
+        return f"{said} — {owner}" if owner else said
 
     def _step(self, delta: int) -> None:
         if not self.steps:
@@ -320,9 +333,12 @@ class ClusterGraph(LiveView):
                                    if wanted is None or o["metadata"].get("namespace") in wanted}
         self._muted = True
         try:
+            previous = self.pod.value
             _set_options(self.pod, pods)
+            self._keep_a_live_pod(shown, previous)
             _set_options(self.source, sources)
             _set_options(self.service, services)
+            self._sync_url(objects)
             _set_options(self.workload, workloads)
             self._sync_replicas()
             modes = {p.get("mode") for p in objects["proxies"].values() if p.get("running")}
@@ -334,6 +350,38 @@ class ClusterGraph(LiveView):
                 self.policy.value = svc["spec"].get("externalTrafficPolicy") or "Cluster"
         finally:
             self._muted = False
+
+    def _keep_a_live_pod(self, pods: list[dict], previous: str | None) -> None:
+        """When the chosen pod has just begun terminating (a scale-down, a delete) or is gone, choose one that still
+        runs; a terminating pod the student chose on purpose stays chosen."""
+        live = [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods
+                if not p["metadata"].get("deletionTimestamp")]
+        chosen = self.pod.value
+        if chosen and chosen not in live and live and (chosen != previous or chosen in self._live_pods):
+            self.pod.value = live[0]
+        self._live_pods = set(live)
+
+    def _sync_url(self, objects: dict | None = None) -> None:
+        """Aim the curl field at the chosen Service as the chosen source reaches it (or, without a Service, at a
+        running pod), unless the student has typed a URL of their own."""
+        if self._muted and objects is None:
+            return
+        if self.url.value and self.url.value != self._suggested_url:
+            return
+        if objects is None:
+            objects = read_cluster(self.lab, rule_counts=False)
+        svc = next((s for s in objects["services"]
+                    if f"{s['metadata']['namespace']}/{s['metadata']['name']}" == self.service.value), None)
+        if svc is not None:
+            suggested = service_url(svc, self.source.value or "client", objects["nodes"])
+        else:
+            pod = next((p for p in objects["pods"] if f"pod/{p['metadata']['namespace']}/{p['metadata']['name']}"
+                        != self.source.value and (p.get("status") or {}).get("phase") == "Running"
+                        and (p.get("status") or {}).get("podIP") and not p["metadata"].get("deletionTimestamp")),
+                       None)
+            suggested = pod_url(pod) if pod is not None else ""
+        self._suggested_url = suggested
+        self.url.value = suggested
 
     def _sync_replicas(self, force: bool = False) -> None:
         """Show the chosen workload's replica count, whenever it (or the choice) changed since it was shown."""
@@ -382,6 +430,54 @@ def pod_label(pod: dict, one_namespace: bool, width: int = 26) -> str:
     tail = name.rsplit("-", 1)[-1] if "-" in name else name[-8:]
     head = label[:max(4, width - len(tail) - 2)]
     return f"{head}…-{tail}" if "-" in name else f"{head}…{tail}"
+
+
+def deletion_note(pod: dict) -> str:
+    """What happens to a pod once deleted, as its own spec decides: a preStop hook first (only if it has one),
+    then the stop signal, and the kill when the grace period runs out."""
+    name = pod["metadata"]["name"]
+    grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
+    hooks = [c for c in pod["spec"].get("containers", []) if (c.get("lifecycle") or {}).get("preStop")]
+    if hooks:
+        return tr('pod "{name}" deleted: it runs its preStop hook, then gets its stop signal, and is killed if it '
+                  'still runs {grace} s after the delete (its grace period); "{advance}" moves the clock',
+                  name=name, grace=grace, advance=tr("advance 5 s"))
+    return tr('pod "{name}" deleted: it has no preStop hook, so it gets its stop signal at once, and is killed if '
+              'it still runs {grace} s later (its grace period); "{advance}" moves the clock',
+              name=name, grace=grace, advance=tr("advance 5 s"))
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://{host}" + ("" if port == 80 else f":{port}")
+
+
+def service_url(svc: dict, source: str = "pod", nodes: list[dict] = ()) -> str:
+    """The URL that reaches a Service from `source` as a real curl there would need it: a pod uses the Service's DNS
+    name (cluster DNS), a node its ClusterIP (a node does not ask the cluster's DNS), the client outside a
+    LoadBalancer IP or a node's NodePort (the DNS name when the Service has neither, which fails as it would)."""
+    from labsupport.widgets.scene import node_ip
+    meta, spec = svc["metadata"], svc.get("spec") or {}
+    ports = spec.get("ports") or [{}]
+    port = ports[0].get("port", 80)
+    host = meta["name"] if meta.get("namespace", "default") == "default" else f"{meta['name']}.{meta['namespace']}"
+    cluster_ip = spec.get("clusterIP")
+    if source.startswith("node/") and cluster_ip and cluster_ip != "None":
+        return _url(cluster_ip, port)
+    if source == "client":
+        ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+        if ingress and ingress[0].get("ip"):
+            return _url(ingress[0]["ip"], port)
+        workers = [node_ip(n) for n in nodes if "node-role.kubernetes.io/control-plane"
+                   not in (n["metadata"].get("labels") or {})]
+        if ports[0].get("nodePort") and workers:
+            return _url(workers[0], ports[0]["nodePort"])
+    return _url(host, port)
+
+
+def pod_url(pod: dict) -> str:
+    """The URL of a pod's own address and first container port (80 when it declares none)."""
+    declared = [p.get("containerPort") for c in pod["spec"].get("containers", []) for p in c.get("ports") or []]
+    return _url(pod["status"]["podIP"], declared[0] if declared else 80)
 
 
 def _no_index_probe(pod: dict) -> str:

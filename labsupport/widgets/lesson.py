@@ -12,27 +12,62 @@ from typing import Any, Iterable
 
 import yaml
 
+from labsupport.errors import LabError
 from labsupport.i18n import tr
 
 
-class Table:
-    """Rows of dicts shown as an HTML table (and as aligned text where HTML is not shown)."""
+def cell_lines(value: Any) -> list[str]:
+    """A table cell's text, one entry per line: a list shows one item a line, a tab (a DNS record's field
+    separator) a space, None nothing.
 
-    def __init__(self, rows: Iterable[dict], columns: list[str] | None = None):
+    >>> cell_lines(["web.default.svc.cluster.local.\\t5\\tIN\\tA\\t10.96.0.7"])
+    ['web.default.svc.cluster.local. 5 IN A 10.96.0.7']
+    """
+    if value is None:
+        return [""]
+    if isinstance(value, (list, tuple)):
+        return [line for item in value for line in cell_lines(item)] or [""]
+    return [" ".join(line.split("\t")) for line in str(value).splitlines()] or [""]
+
+
+class Table:
+    """Rows of dicts shown as an HTML table (and as aligned text where HTML is not shown).
+
+    `headings` names a column on screen (a column without one shows its key); the rows keep their keys, so
+    code reads `row["ip"]` in every language.
+    """
+
+    def __init__(self, rows: Iterable[dict], columns: list[str] | None = None,
+                 headings: dict[str, str] | None = None):
         self.rows = list(rows)
         self.columns = columns or (list(self.rows[0]) if self.rows else [])
+        self.headings = dict(headings or {})
+
+    def heading(self, column: str) -> str:
+        """The column's name as the table shows it."""
+        return self.headings.get(column, column)
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in self.columns)
+        head = "".join(f"<th>{html.escape(self.heading(c))}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join("<td>" + "<br>".join(html.escape(line) for line in cell_lines(r.get(c)))
+                                        + "</td>" for c in self.columns)
                        + "</tr>" for r in self.rows)
         return f"<table><tr>{head}</tr>{body}</table>"
 
     def __repr__(self) -> str:
-        widths = {c: max([len(c)] + [len(str(r.get(c, ""))) for r in self.rows]) for c in self.columns}
-        lines = ["  ".join(c.upper().ljust(widths[c]) for c in self.columns)]
-        lines += ["  ".join(str(r.get(c, "")).ljust(widths[c]) for c in self.columns) for r in self.rows]
+        cells = [{c: ", ".join(cell_lines(r.get(c))) for c in self.columns} for r in self.rows]
+        widths = {c: max([len(self.heading(c))] + [len(r[c]) for r in cells]) for c in self.columns}
+        lines = ["  ".join(self.heading(c).upper().ljust(widths[c]) for c in self.columns).rstrip()]
+        lines += ["  ".join(r[c].ljust(widths[c]) for c in self.columns).rstrip() for r in cells]
         return "\n".join(lines)
+
+
+def headings() -> dict[str, str]:
+    """The lesson tables' column headings in the language chosen now: our words are translated, as on the Lab
+    card; what Kubernetes names (podCIDR, an endpoint's conditions ready/serving/terminating) and IP stay."""
+    return {"name": tr("name"), "state": tr("state"), "ip": "IP", "node": tr("node"), "role": tr("role"),
+            "zone": tr("zone"), "podCIDR": "pod CIDR", "slice": "EndpointSlice", "address": tr("address"),
+            "pod": tr("pod")}
 
 
 class Yaml:
@@ -51,7 +86,7 @@ def pods(lab: Any, selector: str | None = None, namespace: str = "default") -> T
     rows = [{"name": p["metadata"]["name"], "state": pod_state(p), "ip": p.get("status", {}).get("podIP", ""),
              "node": p["spec"].get("nodeName", "")}
             for p in lab.get("pods", namespace=namespace, selector=selector)]
-    return Table(rows, ["name", "state", "ip", "node"])
+    return Table(rows, ["name", "state", "ip", "node"], headings())
 
 
 def running(lab: Any, selector: str | None = None, *, name: str | None = None, namespace: str = "default") -> int:
@@ -78,7 +113,7 @@ def endpoints(lab: Any, service: str, namespace: str = "default") -> Table:
                          "ready": c.get("ready"), "serving": c.get("serving"), "terminating": c.get("terminating"),
                          "node": e.get("nodeName", ""), "zone": e.get("zone", ""),
                          "pod": (e.get("targetRef") or {}).get("name", "")})
-    return Table(rows, ["slice", "address", "ready", "serving", "terminating", "node", "zone", "pod"])
+    return Table(rows, ["slice", "address", "ready", "serving", "terminating", "node", "zone", "pod"], headings())
 
 
 def nodes(lab: Any) -> Table:
@@ -88,14 +123,68 @@ def nodes(lab: Any) -> Table:
              "role": "control-plane" if CONTROL_PLANE_LABEL in n["metadata"].get("labels", {}) else "worker",
              "zone": n["metadata"].get("labels", {}).get(ZONE_LABEL, ""), "ip": node_ip(n),
              "podCIDR": n.get("spec", {}).get("podCIDR", "")} for n in lab.get("nodes")]
-    return Table(rows, ["name", "role", "zone", "ip", "podCIDR"])
+    return Table(rows, ["name", "role", "zone", "ip", "podCIDR"], headings())
+
+
+class ClientAddresses(Counter):
+    """How many requests each client address was seen from, each address said for what it is (a node, a node's
+    gateway on its pod network, a pod, the client outside)."""
+
+    def __init__(self, counts: Any = (), owners: dict[str, str] | None = None):
+        super().__init__(counts)
+        self.owners = dict(owners or {})
+
+    def notes(self) -> list[tuple[str, int, str]]:
+        """(address, requests, what the address is) for every address seen, most seen first."""
+        return [(address, count, self.owners.get(address, "")) for address, count in self.most_common()]
+
+    def __repr__(self) -> str:
+        width = max((len(a) for a in self), default=0)
+        return "\n".join(f"{a.ljust(width)}  {n:>4}  {what}".rstrip() for a, n, what in self.notes())
+
+    def _repr_html_(self) -> str:
+        return Table([{"address": a, "requests": n, "what": what} for a, n, what in self.notes()],
+                     ["address", "requests", "what"],
+                     {"address": tr("client address"), "requests": tr("requests"), "what": tr("what it is")}
+                     )._repr_html_()
+
+
+def address_owners(lab: Any) -> dict[str, str]:
+    """What each address a pod may see as its client is: nodes, each node's gateway on its pod network, pods,
+    and the client outside the cluster."""
+    import ipaddress
+    from labsupport.widgets.scene import node_ip
+    owners: dict[str, str] = {}
+    for n in lab.get("nodes"):
+        name = n["metadata"]["name"]
+        if node_ip(n):
+            owners[node_ip(n)] = tr("node {node} (its InternalIP)", node=name)
+        cidr = n.get("spec", {}).get("podCIDR")
+        if cidr:
+            gateway = str(next(ipaddress.ip_network(cidr, strict=False).hosts()))
+            owners[gateway] = tr("node {node}'s own address on its pod network {cidr} (the pods' gateway): a node "
+                                 "that masquerades a connection to a pod on the same node gives it this source "
+                                 "address", node=name, cidr=cidr)
+    try:
+        pods = lab.get("pods", namespace=None)
+    except LabError:            # an account that may list only its own namespace
+        pods = lab.get("pods")
+    for pod in pods:
+        ip = pod.get("status", {}).get("podIP")
+        if ip and ip not in owners:
+            owners[ip] = tr("pod {name}", name=pod["metadata"]["name"])
+    client = client_address(lab)
+    if client:
+        owners.setdefault(client, tr("the client outside the cluster (its own address, not translated)"))
+    return owners
 
 
 def spread(lab: Any, url: str, source: str = "client", requests: int = 60, by: str = "pod") -> Counter:
-    """Send `requests` new connections and count who answered: by "pod", "node", "zone" or "client_ip"."""
+    """Send `requests` new connections and count who answered: by "pod", "node", "zone" or "client_ip" (client
+    addresses come with what each is)."""
     zones = {n["metadata"]["name"]: n["metadata"].get("labels", {}).get("topology.kubernetes.io/zone", "")
              for n in lab.get("nodes")}
-    counts: Counter = Counter()
+    counts: Counter = ClientAddresses(owners=address_owners(lab)) if by == "client_ip" else Counter()
     for _ in range(requests):
         r = lab.curl(url, source=source)
         if not r.ok:
@@ -123,12 +212,23 @@ def ready_count(lab: Any, service: str, namespace: str = "default") -> int:
                for e in s.get("endpoints") or [] if (e.get("conditions") or {}).get("ready", True))
 
 
-def self_check(passed: bool, success: str, hint: str) -> str:
+class Note(str):
+    """A line for the student: shown as its text, not as a quoted Python string."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        return f"<span class='labsupport-note'>{html.escape(self)}</span>"
+
+
+def self_check(passed: bool, success: str, hint: str) -> Note:
     """A lesson's self-check: returns the success note, or raises AssertionError carrying the hint."""
     if not passed:
         from labsupport.checks import CheckFailed
         raise CheckFailed(tr("not yet: {hint}", hint=hint))
-    return f"✓ {success}"
+    return Note(f"✓ {success}")
 
 
-__all__ = ["Table", "Yaml", "nodes", "spread", "pods", "running", "client_address", "pod_ips", "endpoints", "ready_count", "self_check"]
+__all__ = ["Table", "Note", "Yaml", "headings", "nodes", "spread", "pods", "running", "client_address", "pod_ips", "endpoints", "ready_count", "self_check",
+           "ClientAddresses", "address_owners"]

@@ -7,9 +7,11 @@ from typing import Any
 import ipywidgets as widgets
 
 from labsupport.i18n import tr
+from labsupport.proxy.rule_count import count_rules
 from labsupport.tool_output import conntrack_rewrites, parse_conntrack_line
 from labsupport.widgets.live import LiveView
 from labsupport.widgets.present import type_scale
+from labsupport.widgets.scene import rules_definition
 
 HIT_STYLE = "background:#fce4ec;border-left:4px solid #d81b60;font-weight:bold"
 
@@ -44,6 +46,8 @@ class RulesView(LiveView):
         super().__init__(lab, present=present, live=live)
         self.max_lines = max_lines
         self.trace = trace
+        #: The kube-proxy mode the trace went through: its rules light up only while the node runs that mode.
+        self.trace_mode = lab.proxy_mode if trace is not None else None
         self.node = widgets.Dropdown(options=_node_names(lab), value=node or _default_node(lab),
                                      description=tr("node"))
         self.grep = widgets.Text(value=grep, description="grep", placeholder=tr("e.g. default/web"))
@@ -58,11 +62,12 @@ class RulesView(LiveView):
     def highlight(self, trace: Any) -> None:
         """Light up the rules this `lab.trace(...)` matched on the chosen node."""
         self.trace = trace
+        self.trace_mode = self.lab.proxy_mode
         self.refresh()
 
     def hits(self) -> list:
-        """The rules the trace matched on the chosen node."""
-        if self.trace is None:
+        """The rules the trace matched on the chosen node (none once kube-proxy runs another mode than then)."""
+        if self.trace is None or self.trace_mode != self.lab.proxy_mode:
             return []
         return [hit for hop in self.trace.hops if hop.where == self.node.value for hit in hop.rules]
 
@@ -88,10 +93,15 @@ class RulesView(LiveView):
             rows.append(f"<div{klass}{style}>{html.escape(line) or '&nbsp;'}</div>")
         size = 12 * type_scale(self.present)
         mode = self.lab.proxy_mode
-        summary = tr("{node} — kube-proxy mode {mode}, {lines} lines, {matched} matched by the traced request",
-                     node=f"<b>{html.escape(self.node.value)}</b>", mode=f"<code>{mode}</code>", lines=len(lines),
-                     matched=len(lit))
-        head = f"<div style='margin:4px 0'>{summary}</div>"
+        summary = tr("{node} — kube-proxy mode {mode}: {rules} rules in {lines} lines, {matched} matched by the "
+                     "traced request", node=f"<b>{html.escape(self.node.value)}</b>", mode=f"<code>{mode}</code>",
+                     rules=count_rules(mode, rules), lines=len(lines), matched=len(lit))
+        if self.trace is not None and self.trace_mode != mode:
+            summary += " " + tr("(the traced request went through the {old} rules: trace it again to light the "
+                                "{mode} rules)", old=self.trace_mode, mode=mode)
+        head = (f"<div style='margin:4px 0'>{summary}</div>"
+                f"<div class='rules-definition' style='margin:0 0 4px;color:#616161'>"
+                f"{html.escape(rules_definition(mode))}</div>")
         self.html = (f"<div class='labsupport-rules'>{head}<div style=\"font-family:monospace;font-size:{size:.0f}px;"
                      f"white-space:pre;max-height:420px;overflow:auto;border:1px solid #ddd;padding:4px\">"
                      + "".join(rows) + "</div></div>")

@@ -47,6 +47,11 @@ POD_COLORS = {
 #: Stroke per endpoint condition in a slice.
 ENDPOINT_COLORS = {"ready": "#43a047", "serving": "#fb8c00", "terminating": "#9e9e9e", "not-ready": "#e53935"}
 TRACE_COLOR = "#d81b60"
+#: Where a node's first row of pods starts, below its title and kube-proxy badge (which ends at 40): the gap
+#: between badge and pods holds the step numbers of the legs between a pod and its node.
+POD_TOP = 62
+#: Where a node's kube-proxy badge ends.
+BADGE_BOTTOM = 40
 
 
 def pod_state(pod: dict) -> str:
@@ -115,6 +120,18 @@ def service_badges(svc: dict) -> list[str]:
     if spec.get("trafficDistribution"):
         tags.append(spec["trafficDistribution"])
     return tags
+
+
+def rules_definition(mode: str) -> str:
+    """What the picture and RulesView count as one rule in `mode`, and why the count can differ between nodes."""
+    if mode == "nftables":
+        return tr("rules: the add rule and add element lines of the nft output (the declarations of the table, "
+                  "chains, sets and maps are not counted); the hairpin-connections set has one element per port of "
+                  "each endpoint pod on this node, so the count differs from node to node")
+    if mode == "ipvs":
+        return tr("rules: the IPVS virtual and real servers plus the -A lines of the iptables rules IPVS mode still "
+                  "needs (headings, ipset members and kube-ipvs0's addresses are not counted)")
+    return tr("rules: the -A lines of iptables-save (table headers, chain declarations and COMMIT are not counted)")
 
 
 def build_model(objects: dict, namespaces: Iterable[str] | None = ("default",)) -> nx.DiGraph:
@@ -273,11 +290,11 @@ class Layout:
                 alive = {graph.nodes[p]["uid"] for p in pods}
                 slots = {p: self._slot(nid, graph.nodes[p]["uid"], alive) for p in pods}
                 rows = (max(slots.values()) // cols + 1) if slots else 0
-                nh = 50 * s + rows * (ph + 6 * s) + (6 * s if rows else 0)
+                nh = (POD_TOP - 2) * s + rows * (ph + 6 * s) + (6 * s if rows else 0)
                 boxes[nid] = Box(zx + 8 * s, ny, nw, nh)
                 for p, slot in slots.items():
                     r, c = divmod(slot, cols)
-                    boxes[p] = Box(zx + 8 * s + 8 * s + c * (pw + 6 * s), ny + 48 * s + r * (ph + 6 * s), pw, ph)
+                    boxes[p] = Box(zx + 8 * s + 8 * s + c * (pw + 6 * s), ny + POD_TOP * s + r * (ph + 6 * s), pw, ph)
                 ny += nh + gap
             boxes[zid].h = ny - nodes_top
             bottom = max(bottom, ny)
@@ -295,6 +312,8 @@ class Step:
     end: str
     text: str
     rewrites: list[str] = field(default_factory=list)
+    #: False when no packet left (a name that did not resolve): the caption tells it, no arrow is drawn.
+    drawn: bool = True
 
 
 _DELIVERED = re.compile(r"delivered to pod (\S+?)/(\S+) at ")
@@ -353,8 +372,8 @@ def trace_steps(trace: Any, graph: nx.DiGraph) -> list[Step]:
             steps[-1].text += ("; " + "; ".join(notes) if notes else "")
             steps[-1].rewrites.extend(rewrites)
         else:
-            steps.append(Step(here, here, "; ".join(notes), list(rewrites)))
-        steps[-1].text += f" ⇒ {end}" if end else ""
+            steps.append(Step(here, here, "; ".join(notes), list(rewrites), drawn=bool(getattr(trace, "hops", []))))
+        steps[-1].text = " ⇒ ".join(part for part in (steps[-1].text, end) if part)
     return steps
 
 
@@ -397,6 +416,98 @@ def _text_areas(graph: nx.DiGraph, boxes: dict[str, Box], scale: float) -> list[
         elif kind == "node":
             areas.append((box.x, box.y, box.w, 40 * scale))
     return areas
+
+
+def _node_of(graph: nx.DiGraph, element: str) -> str | None:
+    """The picture node a pod runs on (None for anything else)."""
+    if element in graph and graph.nodes[element]["kind"] == "pod":
+        node = graph.nodes[element].get("node")
+        return f"node:{node}" if node else None
+    return None
+
+
+def _corridor(boxes: dict[str, Box], graph: nx.DiGraph, scale: float) -> float:
+    """The height of the free band above the zones, where a leg between nodes of different zones runs."""
+    tops = [b.y for n, b in boxes.items() if n in graph and graph.nodes[n]["kind"] == "zone"]
+    return (min(tops) if tops else 0) - 14 * scale
+
+
+def _zone_of(graph: nx.DiGraph, element: str) -> str | None:
+    if element in graph and graph.nodes[element]["kind"] == "node":
+        return f"zone:{graph.nodes[element].get('zone')}"
+    return None
+
+
+def leg_route(graph: nx.DiGraph, boxes: dict[str, Box], start: str, end: str,
+              scale: float) -> tuple[list[tuple[float, float]], tuple[float, float]]:
+    """The points of the line a trace leg is drawn along, and where its number goes.
+
+    A leg between a pod and the node it runs on is a short vertical line between the pod and the node's kube-proxy
+    badge, its number in the gap just above that pod; a leg between nodes (or from the client) runs in the margins
+    beside the node boxes and, between zones, in the free band above them, so it crosses no other node's pods;
+    its number sits on its longest stretch.
+    """
+    s = scale
+    if _node_of(graph, start) == end or _node_of(graph, end) == start:
+        pod, node = (start, end) if _node_of(graph, start) == end else (end, start)
+        pb, nb = boxes[pod], boxes[node]
+        up = pod == start
+        x = pb.x + pb.w / 2 + (-10 if up else 10) * s
+        gap = nb.y + (BADGE_BOTTOM + (POD_TOP - BADGE_BOTTOM) / 2) * s
+        points = [(x, pb.y), (x, nb.y + BADGE_BOTTOM * s)]
+        return (points if up else points[::-1]), (x + (-11 if up else 11) * s, gap)
+    kinds = {graph.nodes[e]["kind"] if e in graph else "" for e in (start, end)}
+    if kinds <= {"node", "client"} and graph.nodes[end]["kind"] == "node":
+        return _margin_route(graph, boxes, start, end, s)
+    a, b = _anchor(graph, boxes, start, s), _anchor(graph, boxes, end, s)
+    p1 = _border(_outline(graph, boxes, start, s), a, b)
+    p2 = _border(_outline(graph, boxes, end, s), b, a)
+    return [p1, p2], ((p1[0] + p2[0]) / 2, (p1[1] + p2[1]) / 2)
+
+
+def _margin_route(graph: nx.DiGraph, boxes: dict[str, Box], start: str, end: str,
+                  s: float) -> tuple[list[tuple[float, float]], tuple[float, float]]:
+    """From the client or a node's badge to another node's badge, around every node box and over the zones."""
+    sb, eb = boxes[start], boxes[end]
+    badge = (BADGE_BOTTOM - 8.5) * s        # the middle of a node's kube-proxy badge, from the node's top
+    end_y = eb.y + badge
+    from_node = graph.nodes[start]["kind"] == "node"
+    if from_node and _zone_of(graph, start) == _zone_of(graph, end):
+        x = sb.x + sb.w + 4 * s             # down (or up) the zone's right margin
+        points = [(sb.x + sb.w - 8 * s, sb.y + badge), (x, sb.y + badge), (x, end_y), (eb.x + eb.w - 8 * s, end_y)]
+        return points, _longest_middle(points)
+    rightward = eb.center[0] >= sb.center[0]
+    end_x = eb.x - 4 * s if rightward else eb.x + eb.w + 4 * s
+    into = (eb.x + 8 * s, end_y) if rightward else (eb.x + eb.w - 8 * s, end_y)
+    if from_node:
+        out_x = sb.x + sb.w + 4 * s if rightward else sb.x - 4 * s
+        points = [(sb.x + sb.w - 8 * s if rightward else sb.x + 8 * s, sb.y + badge), (out_x, sb.y + badge)]
+        # straight across at the badges' height when no other node box is in the way (neighbouring zones)
+        direct = points + [(end_x, sb.y + badge), (end_x, end_y), into]
+        others = [b for n, b in boxes.items() if n not in (start, end) and n in graph
+                  and graph.nodes[n]["kind"] == "node"]
+        if not any(_segment_hits(p1, p2, b) for p1, p2 in zip(direct[1:], direct[2:-1]) for b in others):
+            return direct, _longest_middle(direct)
+    else:
+        out_x = sb.x + sb.w / 2
+        points = [(out_x, sb.y + sb.h)]
+    band = _corridor(boxes, graph, s)
+    points += [(out_x, band), (end_x, band), (end_x, end_y), into]
+    return points, _longest_middle(points)
+
+
+def _segment_hits(p1: tuple[float, float], p2: tuple[float, float], box: Box) -> bool:
+    """Whether an axis-parallel segment passes through the box."""
+    (x1, y1), (x2, y2) = p1, p2
+    return (min(x1, x2) < box.x + box.w and max(x1, x2) > box.x and
+            min(y1, y2) < box.y + box.h and max(y1, y2) > box.y)
+
+
+def _longest_middle(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """The middle of the longest stretch of a polyline."""
+    pairs = list(zip(points, points[1:]))
+    (x1, y1), (x2, y2) = max(pairs, key=lambda p: math.hypot(p[1][0] - p[0][0], p[1][1] - p[0][1]))
+    return (x1 + x2) / 2, (y1 + y2) / 2
 
 
 def _free_spot(x: float, y: float, direction: tuple[float, float], r: float,
@@ -503,7 +614,7 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
                 label = tr("kube-proxy ■ stopped — {mode} rules stay in the kernel", mode=mode)
                 color = "#c62828"
             out.append(f'<g class="kube-proxy" data-running="{str(bool(running)).lower()}">'
-                       f'<rect x="{box.x + 8 * s:.1f}" y="{box.y + 23 * s:.1f}" width="{box.w - 16 * s:.1f}" '
+                       f'<title>{_esc(rules_definition(mode))}</title><rect x="{box.x + 8 * s:.1f}" y="{box.y + 23 * s:.1f}" width="{box.w - 16 * s:.1f}" '
                        f'height="{17 * s:.1f}" rx="4" fill="#e0f2f1" stroke="{color}"/>'
                        + _text(box.x + 14 * s, box.y + 35.5 * s, label, fs * 0.85, fill=color) + "</g>")
         out.append("</g>")
@@ -571,22 +682,23 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
     if steps:
         obstacles = _text_areas(graph, boxes, s)
         for i, step in enumerate(shown, 1):
-            if step.start not in boxes or step.end not in boxes:
+            if step.start not in boxes or step.end not in boxes or not step.drawn:
                 continue
-            a = _anchor(graph, boxes, step.start, s)
-            b = _anchor(graph, boxes, step.end, s)
             if step.start == step.end:
                 rect = _outline(graph, boxes, step.start, s)
                 x1, y1 = rect[0] + rect[2] - 12 * s, rect[1]
-                x2, y2 = x1 + 22 * s, y1 - 20 * s
+                points = [(x1, y1), (x1 + 22 * s, y1 - 20 * s)]
+                mx, my = _free_spot(x1 + 11 * s, y1 - 10 * s, (22 * s, -20 * s), 9 * s, obstacles)
             else:
-                x1, y1 = _border(_outline(graph, boxes, step.start, s), a, b)
-                x2, y2 = _border(_outline(graph, boxes, step.end, s), b, a)
-            # the number sits in the middle of the visible stretch, nudged off any name it would cover
-            mx, my = _free_spot((x1 + x2) / 2, (y1 + y2) / 2, (x2 - x1, y2 - y1), 9 * s, obstacles)
-            out.append(f'<g class="trace-step" data-step="{i}"><line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" '
-                       f'y2="{y2:.1f}" stroke="{TRACE_COLOR}" stroke-width="{3.2 * s:.1f}" stroke-opacity="0.85" '
-                       f'marker-end="url(#arrow)"/>'
+                points, (mx, my) = leg_route(graph, boxes, step.start, step.end, s)
+                if len(points) == 2 and not _node_of(graph, step.start) == step.end \
+                        and not _node_of(graph, step.end) == step.start:
+                    (x1, y1), (x2, y2) = points     # a straight leg: its number nudged off any name it would cover
+                    mx, my = _free_spot(mx, my, (x2 - x1, y2 - y1), 9 * s, obstacles)
+            path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+            out.append(f'<g class="trace-step" data-step="{i}"><polyline points="{path}" fill="none" '
+                       f'stroke="{TRACE_COLOR}" stroke-width="{3.2 * s:.1f}" stroke-opacity="0.85" '
+                       f'stroke-linejoin="round" marker-end="url(#arrow)"/>'
                        f'<circle class="trace-number" cx="{mx:.1f}" cy="{my:.1f}" r="{9 * s:.1f}" '
                        f'fill="{TRACE_COLOR}" stroke="#ffffff" stroke-width="{1.5 * s:.1f}"/>'
                        + _text(mx, my + 4 * s, str(i), fs * 0.9, weight="bold", fill="#ffffff", anchor="middle")

@@ -94,6 +94,12 @@ def test_summary_table_lists_every_submission_and_the_counts():
     assert lines[2].split()[:5] == ["alice", "graded", "9", "/", "11"]
     assert lines[3].endswith("boom") and "skipped" in lines[4]
     assert lines[-1] == "1 graded, 1 failed, 1 skipped"
+    # one dash group under each heading, starting where the heading starts
+    import re
+    headings = [m.start() for m in re.finditer(r"\S+", lines[0])]
+    dashes = [m.start() for m in re.finditer(r"-+", lines[1])]
+    assert dashes == headings
+    assert len(re.findall(r"-+", lines[1])[-1]) == len("already graded")
 
 
 def test_star_means_every_assignment_with_submissions(course):
