@@ -93,7 +93,7 @@ class KeepAlive:
         return result
 
     def close(self) -> None:
-        """Close the connection (its conntrack entries go)."""
+        """Close the connection (its conntrack entries turn TIME_WAIT, and go 120 s later)."""
         if not self.closed:
             self.network.finish(self._state)
         self.closed = True
@@ -481,11 +481,11 @@ class SimNetwork:
         self._answer(state, result, path, urlsplit(url if "://" in url else "http://" + url).netloc, None)
         return result
 
-    @staticmethod
-    def finish(state: dict) -> None:
-        """Close a connection: its conntrack entries go."""
+    def finish(self, state: dict) -> None:
+        """Close a connection: the TCP entries of one that was answered turn TIME_WAIT, the others go."""
+        now = None if state.get("error") else self.cluster.clock.now
         for dp, src, sport, dst, dport, proto in state.get("tracked", []):
-            dp.close(src, sport, dst, dport, proto)
+            dp.close(src, sport, dst, dport, proto, now=now)
 
     def conntrack(self, node_name: str) -> list[str]:
         """The node's live conntrack entries."""
