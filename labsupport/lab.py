@@ -13,6 +13,17 @@ from labsupport.results import CurlResult, NslookupAnswer, Trace
 from labsupport.shape import PROXY_MODES
 
 BACKENDS = ("sim", "netns", "kind", "kube")
+#: kubectl's --validate values and the API server's fieldValidation each stands for.
+VALIDATE = {"true": "Strict", "strict": "Strict", "warn": "Warn", "false": "Ignore", "ignore": "Ignore"}
+
+
+def field_validation(validate: bool | str) -> str:
+    """The API server's fieldValidation for a `kubectl apply --validate` value (True, False or its words)."""
+    word = str(validate).lower()
+    if word not in VALIDATE:
+        raise BadRequest(tr('invalid validate option {value!r}: give True or "strict", "warn", False or "ignore"',
+                            value=validate))
+    return VALIDATE[word]
 
 
 class Lab:
@@ -63,10 +74,15 @@ class Lab:
         self._finalizer = weakref.finalize(self, self._backend.close)
 
     # --- objects -------------------------------------------------------------------------------------------
-    def apply(self, manifest: Any) -> list[dict]:
-        """Create or update every object in a manifest (YAML text, dict or list), as `kubectl apply` does."""
+    def apply(self, manifest: Any, *, validate: bool | str = True) -> list[dict]:
+        """Create or update every object in a manifest (YAML text, dict or list), as `kubectl apply` does.
+
+        Like kubectl, a field the kind does not declare (`protcol: TCP`) is refused with the API server's
+        message and nothing is stored; `validate` mirrors `kubectl apply --validate`: True or "strict" (the
+        default), "warn" (drop such fields with a warning), False or "ignore" (drop them silently)."""
+        mode = field_validation(validate)
         objects = load_manifests(manifest)
-        return [self._backend.apply(obj) for obj in objects]
+        return [self._backend.apply(obj, mode) for obj in objects]
 
     def create(self, manifest: Any) -> list[dict]:
         """Create every object in a manifest; an existing one is an AlreadyExists error (`kubectl create`)."""

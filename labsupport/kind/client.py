@@ -278,8 +278,9 @@ class KubeBackend:
             meta["namespace"] = ns
         return info, ns, manifest
 
-    def apply(self, obj: dict) -> dict:
-        """Create the object, or update it as `kubectl apply` does (server-set fields kept)."""
+    def apply(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """Create the object, or update it as `kubectl apply` does (server-set fields kept; the API server
+        validates fields as asked, Strict by default like kubectl)."""
         info, ns, manifest = self._prepare(obj)
         manifest["metadata"].setdefault("annotations", {})[LAST_APPLIED] = \
             json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n"
@@ -292,9 +293,11 @@ class KubeBackend:
                 except NotFound:
                     current = None
             try:
+                validation = [("fieldValidation", field_validation)]
                 if current is None:
-                    return self._typed(info, self._call("POST", self._path(info, ns), body=manifest))
-                return self._typed(info, self._call("PUT", self._path(info, ns, name),
+                    return self._typed(info, self._call("POST", self._path(info, ns), query=validation,
+                                                        body=manifest))
+                return self._typed(info, self._call("PUT", self._path(info, ns, name), query=validation,
                                                     body=merge_for_apply(current, manifest)))
             except Conflict:
                 if attempt == 2:

@@ -503,4 +503,8 @@ MESSAGES: dict[str, str] = {
         "ничего не нужно)",
     "kind cluster {name} has no nodes running": "в кластере kind {name} не запущено ни одной ноды",
     "`{command}` on node {node} failed: {output}": "`{command}` на ноде {node} завершилась ошибкой: {output}",
+
+    # --- strict apply, the terminal's kubeconfig, a blank assignment's checks ---------------------------------
+    'invalid validate option {value!r}: give True or "strict", "warn", False or "ignore"':
+        'неверное значение validate {value!r}: укажи True или "strict", "warn", False или "ignore"',
 }

@@ -85,9 +85,9 @@ class RemoteBackend:
         return wire.decode(reply.get("result"))
 
     # --- objects -------------------------------------------------------------------------------------------
-    def apply(self, obj: dict) -> dict:
+    def apply(self, obj: dict, field_validation: str = "Strict") -> dict:
         """Create or update the object on the server's cluster."""
-        return self.call("apply", obj)
+        return self.call("apply", obj, field_validation=field_validation)
 
     def create(self, obj: dict) -> dict:
         """Create one object."""

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import html
 import json
+import warnings
 from typing import Any, Callable
 
 import yaml
 
+from labsupport.apiserver.schema import check_fields, warning_text
 from labsupport.control.cluster import Cluster
 from labsupport.i18n import tr
 from labsupport.shape import CLIENT_IP, ZONES, ClusterConfig
@@ -71,15 +73,20 @@ class EmbeddedBackend:
         """Start what runs beside the cluster once it exists (the model needs nothing)."""
 
     # --- objects -------------------------------------------------------------------------------------------
-    def apply(self, obj: dict) -> dict:
-        """Create the object, or update it as `kubectl apply` would."""
+    def apply(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """Create the object, or update it as `kubectl apply` would (the API server's field validation)."""
         info = by_kind(obj.get("kind", ""), obj.get("apiVersion"))
         meta = obj.get("metadata") or {}
         ns = (meta.get("namespace") or "default") if info.namespaced else None
+        current = self.cluster.store.find(info.kind, ns, meta.get("name", "")) if meta.get("name") else None
+        obj = clone(obj)
+        found: list[str] = []
+        check_fields(obj, field_validation, found, stored=current)
+        for warning in found:
+            warnings.warn(warning_text(warning), UserWarning, stacklevel=3)
         manifest = clone(obj)
         manifest.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED] = \
             json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n"
-        current = self.cluster.store.find(info.kind, ns, meta.get("name", "")) if meta.get("name") else None
         if current is None:
             return self.cluster.create(manifest)
         return self.cluster.replace(merge_for_apply(current, manifest))

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from labsupport import Lab, checks
-from labsupport.errors import LabError, NotFound
+from labsupport.errors import BadRequest, LabError, NotFound
 from labsupport.grading import answers, rerun
 from labsupport.backend import Backend
 from labsupport.remote import SOCKET_ENV
@@ -189,3 +189,17 @@ got = {s["metadata"]["name"] for s in (captured if isinstance(captured, list) el
 from urllib.parse import urlsplit
 assert got and got <= names, f"{sorted(got)} {victim_ip}"'''
     assert sorted(rerun.free_names(source)) == ["captured", "victim_ip"]
+
+
+def test_apply_through_the_socket_is_as_strict_as_kubectl(lab):
+    typo = ("apiVersion: v1\nkind: Service\nmetadata: {name: typo}\nspec:\n  selector: {app: web}\n"
+            "  ports:\n  - {port: 80, protcol: TCP}\n")
+    with pytest.raises(BadRequest) as refused:
+        lab.apply(typo)
+    assert str(refused.value) == ('Service in version "v1" cannot be handled as a Service: strict decoding error: '
+                                  'unknown field "spec.ports[0].protcol"')
+    with pytest.raises(NotFound):
+        lab.get("svc", "typo")
+    [svc] = lab.apply(typo, validate="ignore")
+    assert "protcol" not in svc["spec"]["ports"][0]
+    lab.delete("svc", "typo")
