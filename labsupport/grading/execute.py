@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
@@ -75,6 +76,11 @@ class SandboxedKernelManager(AsyncKernelManager):
             env.update(HOME="/tmp", IPYTHONDIR="/tmp/.ipython", JUPYTER_RUNTIME_DIR="/tmp/.jupyter",
                        MPLCONFIGDIR="/tmp/.matplotlib", PYTHONDONTWRITEBYTECODE="1")
             kw["cwd"] = str(self.sandbox.work)
+        elif self.transport == "tcp":
+            # Validate's kernel, on this machine: unix sockets, so nothing listens on the network (and the kernel
+            # has no "running over TCP without encryption" warning to print). They go when the kernel shuts down.
+            self.transport = "ipc"
+            self.ip = os.path.join(tempfile.gettempdir(), f"labsupport-kernel-{uuid.uuid4().hex[:16]}-ipc")
         kw["env"] = env
         await super().start_kernel(**kw)
         self.kernel_pid = getattr(self.provisioner, "pid", None)

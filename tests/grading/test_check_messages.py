@@ -94,3 +94,22 @@ def test_a_selector_whose_pods_are_pending_says_so():
             checks.slice_has_ready_addresses(lab, "web", 3)
         assert "It picks 3 pod(s), but none has an IP yet (still Pending?)" in str(failure.value)
         assert "No pod has the labels" not in str(failure.value)
+
+
+def test_validate_on_a_blank_release_shows_only_the_checks_messages(tmp_path):
+    """A blank assignment fails its tests with the checks' own messages: no chained lookup through labsupport, and
+    no kernel warning about its transport."""
+    from tests.grading.course import Course
+    course = Course(tmp_path / "course")
+    course.nbgrader("generate_assignment", "01-endpointslices", "--force")
+    course.env["LABSUPPORT_BACKEND"] = "sim"            # as a student's own kernel runs
+    (path,) = (course.root / "release" / "01-endpointslices").glob("*.ipynb")
+    nbgrader = pathlib.Path(sys.executable).with_name("nbgrader")
+    run = subprocess.run([str(nbgrader), "validate", str(path)], capture_output=True, text=True, timeout=600,
+                         cwd=course.root, env=course.env)
+    out = run.stdout + run.stderr
+    assert "VALIDATION FAILED" in out, out[-2000:]
+    assert 'CheckFailed: there is no Deployment "web" in namespace "default"' in out, out[:3000]
+    assert "During handling of the above exception" not in out and "NotFound" not in out, out[:3000]
+    assert "checks.py" not in out and "cluster.py" not in out, out[:3000]
+    assert "without encryption" not in out, out[-1500:]
