@@ -5,6 +5,7 @@ import os
 import weakref
 from typing import Any, Callable
 
+from labsupport import shared_kubeconfig
 from labsupport.backend import Backend
 from labsupport.errors import BackendUnavailable, BadRequest, LabError, NotFound, UnknownProxyMode
 from labsupport.i18n import tr
@@ -69,9 +70,19 @@ class Lab:
         if follow_wall_time:
             self._backend.follow_wall_time()
         self._closed = False
+        # Beside `make lab`'s notebooks, a terminal's kubectl reaches this lab through the shared kubeconfig.
+        shared = os.environ.get(shared_kubeconfig.ENV) if self._backend.name in ("sim", "netns") else None
+        try:
+            context = shared_kubeconfig.add_context(shared, shared_kubeconfig.context_name(),
+                                                    self._backend.kubeconfig()) if shared else None
+        except BaseException:
+            self._backend.close()
+            raise
+        #: The context of this lab in the shared kubeconfig of `make lab`'s terminals (None outside make lab).
+        self.context = context
         # The backend closes when the Lab is collected or the interpreter exits (a kernel shutting down), so a
         # notebook never has to end with close() and a netns lab still leaves nothing behind.
-        self._finalizer = weakref.finalize(self, self._backend.close)
+        self._finalizer = weakref.finalize(self, _shut_down, self._backend, shared, context)
 
     # --- objects -------------------------------------------------------------------------------------------
     def apply(self, manifest: Any, *, validate: bool | str = True) -> list[dict]:
@@ -237,6 +248,15 @@ class Lab:
 
     def _repr_html_(self) -> str:
         return self._backend.summary_html()
+
+
+def _shut_down(backend: Backend, shared: str | None, context: str | None) -> None:
+    """Close a lab's backend and take it out of the terminals' kubeconfig."""
+    try:
+        if shared and context:
+            shared_kubeconfig.remove_context(shared, context)
+    finally:
+        backend.close()
 
 
 __all__ = ["Lab", "NotFound"]
