@@ -89,7 +89,17 @@ def write_config(directory: pathlib.Path, exchange: bool) -> pathlib.Path:
     server = {"jpserver_extensions": {name: False for name in off},
               "terminado_settings": {"shell_command": terminal_command(write_terminal_rc(directory))}}
     (directory / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": server}, indent=1))
+    (directory / "nbgrader_config.py").write_text(NBGRADER_CONFIG)
     return directory
+
+
+#: nbgrader's settings for Validate (the button, or `nbgrader validate` in a terminal; a course folder's own
+#: nbgrader_config.py still wins): its kernel talks over unix sockets, so it has no "running over TCP without
+#: encryption" warning to print.
+NBGRADER_CONFIG = """\
+c = get_config()  # noqa: F821 - provided by nbgrader
+c.Execute.kernel_manager_class = "labsupport.grading.execute.SandboxedKernelManager"
+"""
 
 
 def tools_dir() -> str:

@@ -2,6 +2,7 @@
 and the check's message, with a hint that names the cause; no traceback through labsupport's code."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -113,3 +114,18 @@ def test_validate_on_a_blank_release_shows_only_the_checks_messages(tmp_path):
     assert "During handling of the above exception" not in out and "NotFound" not in out, out[:3000]
     assert "checks.py" not in out and "cluster.py" not in out, out[:3000]
     assert "without encryption" not in out, out[-1500:]
+
+
+def test_validate_in_make_labs_environment_prints_no_kernel_warning(tmp_path):
+    """`nbgrader validate` as a student runs it in a terminal of make lab (outside any course folder)."""
+    from labsupport import student_lab
+    config = student_lab.write_config(tmp_path / "config", exchange=False)
+    env = student_lab.environment(config, dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "user")))
+    path = tmp_path / "work" / "assignment.ipynb"
+    path.parent.mkdir()
+    nbformat.write(notebook(FAILING), path)
+    run = subprocess.run(["nbgrader", "validate", str(path)], capture_output=True, text=True, timeout=300,
+                         cwd=path.parent, env=env)
+    out = run.stdout + run.stderr
+    assert "VALIDATION FAILED" in out, out[-2000:]
+    assert "without encryption" not in out and "No nbgrader_config.py file found" not in out, out[-1500:]
