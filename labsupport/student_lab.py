@@ -109,12 +109,14 @@ def tools_dir() -> str:
 
 def write_terminal_rc(directory: pathlib.Path) -> pathlib.Path:
     """The start-up file of a terminal: the machine's and the student's own shell set-up first (as a login shell
-    reads it), then the project's tools put first on PATH again, since /etc/profile may have reset it."""
+    reads it), then the project's tools put first on PATH again, since /etc/profile may have reset it, and the
+    labs' shared kubeconfig put ahead of any KUBECONFIG (only there: a kernel's own kube backend keeps the user's)."""
     rc = directory / "terminal.rc"
     rc.write_text("# a terminal of make lab: the shell's usual start-up, then the lab's tools first on PATH\n"
                   "[ -r /etc/profile ] && . /etc/profile\n"
                   '[ -n "$BASH_VERSION" ] && [ -r "$HOME/.bashrc" ] && . "$HOME/.bashrc"\n'
-                  f"PATH={shlex.quote(tools_dir())}:\"$PATH\"; export PATH\n")
+                  f"PATH={shlex.quote(tools_dir())}:\"$PATH\"; export PATH\n"
+                  f'KUBECONFIG="${shared_kubeconfig.ENV}${{KUBECONFIG:+:$KUBECONFIG}}"; export KUBECONFIG\n')
     return rc
 
 
@@ -137,14 +139,12 @@ def command(arguments: list[str], *, root: bool, settings: pathlib.Path | None =
 
 def environment(config: pathlib.Path, base: dict | None = None) -> dict:
     """The environment JupyterLab runs in: our configuration directory added after the user's own; the project's
-    kubectl and `labsupport` first on PATH; KUBECONFIG (ahead of one already set) naming the kubeconfig every lab
-    started in a notebook adds itself to, so that a terminal's kubectl reaches it."""
+    kubectl and `labsupport` first on PATH; the kubeconfig every lab started in a notebook adds itself to (its
+    terminals put it on KUBECONFIG, so that their kubectl reaches those labs)."""
     env = dict(os.environ if base is None else base)
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (env.get("JUPYTER_CONFIG_PATH"), str(config)) if p)
     env["PATH"] = os.pathsep.join(p for p in (tools_dir(), env.get("PATH")) if p)
-    shared = str(config / "kubeconfig")
-    env[shared_kubeconfig.ENV] = shared
-    env["KUBECONFIG"] = os.pathsep.join(p for p in (shared, env.get("KUBECONFIG")) if p)
+    env[shared_kubeconfig.ENV] = str(config / "kubeconfig")
     return env
 
 

@@ -145,6 +145,8 @@ def test_a_terminals_kubectl_reaches_the_notebooks_lab_and_picks_among_several(s
         code = "from labsupport import Lab\nlab = Lab()\n{}\nprint(lab.context)"
         assert server.run(first_kernel, code.format(PODS % "in-lesson-02")).strip() == "02-service-clusterip"
         assert server.run(second_kernel, code.format(PODS % "in-lesson-00")).strip() == "00-start-here"
+        # only terminals read the shared file: a kernel's own kube backend keeps the user's KUBECONFIG
+        assert server.run(first_kernel, "import os\nprint(os.environ.get('KUBECONFIG'))").strip() == "None"
         shown = server.terminal("kubectl config current-context; kubectl get pods -o name; "
                                 "kubectl config use-context 02-service-clusterip; kubectl get pods -o name")
         assert "00-start-here\n" in shown and "pod/in-lesson-00" in shown, shown
