@@ -482,10 +482,11 @@ class SimNetwork:
         return result
 
     def finish(self, state: dict) -> None:
-        """Close a connection: the TCP entries of one that was answered turn TIME_WAIT, the others go."""
-        now = None if state.get("error") else self.cluster.clock.now
+        """End a connection: its TCP entries stay as a node keeps them (TIME_WAIT after an answer, SYN_SENT when
+        none came, CLOSE after a refusal), the others go."""
+        ended = {"timeout": "SYN_SENT", "refused": "CLOSE"}.get(state.get("error_kind", ""), "TIME_WAIT")
         for dp, src, sport, dst, dport, proto in state.get("tracked", []):
-            dp.close(src, sport, dst, dport, proto, now=now)
+            dp.close(src, sport, dst, dport, proto, now=self.cluster.clock.now, state=ended)
 
     def conntrack(self, node_name: str) -> list[str]:
         """The node's live conntrack entries."""

@@ -76,6 +76,20 @@ def test_a_closed_tcp_connection_stays_in_time_wait_for_120_seconds():
     assert dp.conntrack_entries(now=125) == [] and dp.expire(125) == 1
 
 
+def test_an_unanswered_connection_stays_syn_sent_and_a_refused_one_close():
+    dp = NodeDatapath("iptables", (GOLDENS / "iptables-two-services.txt").read_text(), NODE, random.Random(1))
+    dp.connect("192.168.0.2", 51000, "172.30.0.41", 80, now=0)
+    dp.close("192.168.0.2", 51000, "172.30.0.41", 80, now=10, state="SYN_SENT")
+    [line] = dp.conntrack_entries(now=10)
+    assert re.fullmatch(
+        r"tcp +6 120 SYN_SENT src=192\.168\.0\.2 dst=172\.30\.0\.41 sport=51000 dport=80 \[UNREPLIED\] "
+        r"src=10\.0\.1\.1 dst=192\.168\.0\.2 sport=80 dport=51000 mark=0 use=1", line)
+    dp.connect("192.168.0.2", 51001, "172.30.0.41", 80, now=0)
+    dp.close("192.168.0.2", 51001, "172.30.0.41", 80, now=0, state="CLOSE")
+    assert [line.split()[2:4] for line in dp.conntrack_entries(now=9) if "sport=51001" in line] == [["1", "CLOSE"]]
+    assert not [line for line in dp.conntrack_entries(now=10) if "sport=51001" in line]
+
+
 def test_a_new_connection_on_a_tuple_in_time_wait_walks_the_rules_again():
     dp = NodeDatapath("iptables", samples.iptables_rules(1, 3), NODE, random.Random(1))
     vip = samples.service_ip(0)

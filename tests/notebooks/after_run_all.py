@@ -45,11 +45,11 @@ def check_00(nb) -> None:
 def check_02(nb) -> None:
     """Section 5 shows what its text says: the open connection's DNAT row, then the same row in TIME_WAIT."""
     open_html = html_of(cell_with(nb, 'conn = lab.connect("http://web", source="pod/client")'))
-    rows = re.findall(r"<tr><td>[^<]*</td><td>tcp</td><td>\d+</td><td>(\w+)</td>.*?<td>(DNAT [^<]*)</td></tr>",
+    rows = re.findall(r"<tr><td>[^<]*</td><td>tcp</td><td>\d+</td><td>(\w+)</td>(?:(?!</tr>).)*?<td>(DNAT [^<]*)</td></tr>",
                       open_html)
     assert [state for state, _ in rows] == ["ESTABLISHED"], f"the open connection's table shows {rows}"
     closed_html = html_of(cell_with(nb, "conn.close()"))
-    after = re.findall(r"<tr><td>[^<]*</td><td>tcp</td><td>\d+</td><td>(\w+)</td>.*?<td>(DNAT [^<]*)</td></tr>",
+    after = re.findall(r"<tr><td>[^<]*</td><td>tcp</td><td>\d+</td><td>(\w+)</td>(?:(?!</tr>).)*?<td>(DNAT [^<]*)</td></tr>",
                        closed_html)
     assert after == [("TIME_WAIT", rows[0][1])], f"after close the table shows {after}"
 

@@ -295,3 +295,18 @@ def test_a_finished_curl_stays_in_conntrack_as_time_wait_for_120_seconds(mode_la
     assert [line for line in mode_lab.conntrack(node) if f"dst={vip} " in line]
     mode_lab.advance(1)
     assert not [line for line in mode_lab.conntrack(node) if f"dst={vip} " in line]
+
+
+def test_an_unanswered_curl_stays_in_conntrack_as_syn_sent(mode_lab):
+    echo(mode_lab, replicas=1)
+    src = pod_source(mode_lab)
+    node = mode_lab.get("pod", src.split("/")[-1])["spec"]["nodeName"]
+    vip = mode_lab.get("svc", "echo")["spec"]["clusterIP"]
+    result = mode_lab.curl(f"http://{vip}:8081/", source=src)     # a port the Service does not serve
+    entries = [line for line in mode_lab.conntrack(node) if f"dst={vip} " in line and "dport=8081" in line]
+    if mode_lab.proxy_mode == "iptables":       # routed nowhere: the SYN is never answered
+        assert result.exit_code == 28
+        [line] = entries
+        assert line.split()[2:4] == ["120", "SYN_SENT"] and "[UNREPLIED]" in line and "[ASSURED]" not in line
+    else:                                       # nftables and IPVS reject it at once: nothing is tracked
+        assert result.exit_code == 7 and entries == []
