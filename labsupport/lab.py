@@ -95,9 +95,11 @@ class Lab:
         objects = load_manifests(manifest)
         return [self._backend.apply(obj, mode) for obj in objects]
 
-    def create(self, manifest: Any) -> list[dict]:
-        """Create every object in a manifest; an existing one is an AlreadyExists error (`kubectl create`)."""
-        return [self._backend.create(obj) for obj in load_manifests(manifest)]
+    def create(self, manifest: Any, *, validate: bool | str = True) -> list[dict]:
+        """Create every object in a manifest; an existing one is an AlreadyExists error (`kubectl create`).
+        Unknown fields are refused, or dropped, as `apply` does."""
+        mode = field_validation(validate)
+        return [self._backend.create(obj, mode) for obj in load_manifests(manifest)]
 
     def get(self, kind: str, name: str | None = None, namespace: str | None = "default",
             selector: str | dict | None = None) -> dict | list[dict]:

@@ -304,10 +304,11 @@ class KubeBackend:
                     raise
         raise AssertionError("unreachable")
 
-    def create(self, obj: dict) -> dict:
+    def create(self, obj: dict, field_validation: str = "Strict") -> dict:
         """Create one object (`kubectl create`)."""
         info, ns, manifest = self._prepare(obj)
-        return self._typed(info, self._call("POST", self._path(info, ns), body=manifest))
+        return self._typed(info, self._call("POST", self._path(info, ns), body=manifest,
+                                            query=[("fieldValidation", field_validation)]))
 
     def get(self, kind: str, name: str, namespace: str | None) -> dict:
         """One object."""

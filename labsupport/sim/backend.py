@@ -94,8 +94,13 @@ class EmbeddedBackend:
             return self.cluster.create(manifest)
         return self.cluster.replace(merge_for_apply(current, manifest))
 
-    def create(self, obj: dict) -> dict:
-        """Create one object."""
+    def create(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """Create one object (`kubectl create`: fields validated as the API server does)."""
+        obj = clone(obj)
+        found: list[str] = []
+        check_fields(obj, field_validation, found)
+        for warning in found:
+            warnings.warn(warning_text(warning), UserWarning, stacklevel=3)
         return self.cluster.create(obj)
 
     def get(self, kind: str, name: str, namespace: str | None) -> dict:

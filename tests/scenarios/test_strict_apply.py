@@ -58,3 +58,13 @@ def test_validate_warn_and_ignore_drop_the_field_as_kubectl_does(lab):
     with pytest.raises(BadRequest, match="validate"):
         lab.apply(TYPO, validate="maybe")
 
+
+
+def test_create_is_as_strict_as_kubectl_create(lab):
+    with pytest.raises(BadRequest) as refused:
+        lab.create(TYPO)
+    assert str(refused.value) == MESSAGE
+    with pytest.raises(NotFound):
+        lab.get("svc", "web")
+    [svc] = lab.create(TYPO, validate=False)
+    assert "protcol" not in svc["spec"]["ports"][0]
