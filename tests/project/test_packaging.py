@@ -35,6 +35,15 @@ def test_environment_yml_lists_the_same_dependencies_as_pyproject():
     assert _names(pip) == wanted
 
 
+def test_field_validation_knows_the_fields_of_the_release_the_cluster_runs():
+    """Strict apply reads the fields of each kind from the official client's models: the client must be of the
+    Kubernetes release the embedded API server says it is, or a field of that release is refused as unknown."""
+    from labsupport.control.version import K8S_VERSION
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    floor = _names(project["dependencies"])["kubernetes"]
+    assert floor.startswith(">=") and int(floor[2:].split(".")[0]) >= int(K8S_VERSION.split(".")[1]), floor
+
+
 def test_cli_doctor_reports_every_backend():
     proc = subprocess.run([sys.executable, "-m", "labsupport.cli", "doctor"], capture_output=True, text=True,
                           timeout=60)
