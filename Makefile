@@ -1,5 +1,6 @@
 # The two commands: `make lab` starts JupyterLab on the embedded cluster, `make test` runs every test tier.
 # Both create .venv when it is missing and reinstall only when pyproject.toml changed.
+# (PORT and IP choose where `make lab` listens; see the lab target.)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -13,8 +14,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+# make lab PORT=8890 IP=0.0.0.0 — JupyterLab's port and the address it listens on (its defaults: 8888, localhost)
 lab: $(STAMP)
-	LABSUPPORT_BACKEND=$${LABSUPPORT_BACKEND:-sim} $(BIN)/python -m labsupport.student_lab --notebook-dir=notebooks
+	LABSUPPORT_BACKEND=$${LABSUPPORT_BACKEND:-sim} $(BIN)/python -m labsupport.student_lab --notebook-dir=notebooks \
+	    $(if $(PORT),--port=$(PORT)) $(if $(IP),--ip=$(IP))
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -18,11 +18,14 @@ class Backend(Protocol):
     name: str
 
     # --- objects -------------------------------------------------------------------------------------------
-    def apply(self, obj: dict) -> dict:
-        """Create the object, or update it as `kubectl apply` would; returns it as stored."""
+    def apply(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """Create the object, or update it as `kubectl apply` would; returns it as stored.
 
-    def create(self, obj: dict) -> dict:
-        """Create one object; an existing one is AlreadyExists."""
+        field_validation, as the API server's parameter: "Strict" refuses fields the kind does not declare,
+        "Warn" drops them with a warning, "Ignore" drops them silently."""
+
+    def create(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """Create one object; an existing one is AlreadyExists (fields validated as `apply` does)."""
 
     def get(self, kind: str, name: str, namespace: str | None) -> dict:
         """One object, or NotFound."""

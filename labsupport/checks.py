@@ -35,7 +35,8 @@ class CheckFailed(LabError, AssertionError):
 
 
 def _fail(message: str) -> NoReturn:
-    raise CheckFailed(message)
+    # The message is the whole story: the lookup that failed on the way (a NotFound, a TypeError) is not shown.
+    raise CheckFailed(message) from None
 
 
 # --- reading the cluster ---------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import os
 import weakref
 from typing import Any, Callable
 
+from labsupport import shared_kubeconfig
 from labsupport.backend import Backend
 from labsupport.errors import BackendUnavailable, BadRequest, LabError, NotFound, UnknownProxyMode
 from labsupport.i18n import tr
@@ -13,6 +14,17 @@ from labsupport.results import CurlResult, NslookupAnswer, Trace
 from labsupport.shape import PROXY_MODES
 
 BACKENDS = ("sim", "netns", "kind", "kube")
+#: kubectl's --validate values and the API server's fieldValidation each stands for.
+VALIDATE = {"true": "Strict", "strict": "Strict", "warn": "Warn", "false": "Ignore", "ignore": "Ignore"}
+
+
+def field_validation(validate: bool | str) -> str:
+    """The API server's fieldValidation for a `kubectl apply --validate` value (True, False or its words)."""
+    word = str(validate).lower()
+    if word not in VALIDATE:
+        raise BadRequest(tr('invalid validate option {value!r}: give True or "strict", "warn", False or "ignore"',
+                            value=validate))
+    return VALIDATE[word]
 
 
 class Lab:
@@ -58,19 +70,36 @@ class Lab:
         if follow_wall_time:
             self._backend.follow_wall_time()
         self._closed = False
+        # Beside `make lab`'s notebooks, a terminal's kubectl reaches this lab through the shared kubeconfig.
+        shared = os.environ.get(shared_kubeconfig.ENV) if self._backend.name in ("sim", "netns") else None
+        try:
+            context = shared_kubeconfig.add_context(shared, shared_kubeconfig.context_name(),
+                                                    self._backend.kubeconfig()) if shared else None
+        except BaseException:
+            self._backend.close()
+            raise
+        #: The context of this lab in the shared kubeconfig of `make lab`'s terminals (None outside make lab).
+        self.context = context
         # The backend closes when the Lab is collected or the interpreter exits (a kernel shutting down), so a
         # notebook never has to end with close() and a netns lab still leaves nothing behind.
-        self._finalizer = weakref.finalize(self, self._backend.close)
+        self._finalizer = weakref.finalize(self, _shut_down, self._backend, shared, context)
 
     # --- objects -------------------------------------------------------------------------------------------
-    def apply(self, manifest: Any) -> list[dict]:
-        """Create or update every object in a manifest (YAML text, dict or list), as `kubectl apply` does."""
-        objects = load_manifests(manifest)
-        return [self._backend.apply(obj) for obj in objects]
+    def apply(self, manifest: Any, *, validate: bool | str = True) -> list[dict]:
+        """Create or update every object in a manifest (YAML text, dict or list), as `kubectl apply` does.
 
-    def create(self, manifest: Any) -> list[dict]:
-        """Create every object in a manifest; an existing one is an AlreadyExists error (`kubectl create`)."""
-        return [self._backend.create(obj) for obj in load_manifests(manifest)]
+        Like kubectl, a field the kind does not declare (`protcol: TCP`) is refused with the API server's
+        message and nothing is stored; `validate` mirrors `kubectl apply --validate`: True or "strict" (the
+        default), "warn" (drop such fields with a warning), False or "ignore" (drop them silently)."""
+        mode = field_validation(validate)
+        objects = load_manifests(manifest)
+        return [self._backend.apply(obj, mode) for obj in objects]
+
+    def create(self, manifest: Any, *, validate: bool | str = True) -> list[dict]:
+        """Create every object in a manifest; an existing one is an AlreadyExists error (`kubectl create`).
+        Unknown fields are refused, or dropped, as `apply` does."""
+        mode = field_validation(validate)
+        return [self._backend.create(obj, mode) for obj in load_manifests(manifest)]
 
     def get(self, kind: str, name: str | None = None, namespace: str | None = "default",
             selector: str | dict | None = None) -> dict | list[dict]:
@@ -221,6 +250,15 @@ class Lab:
 
     def _repr_html_(self) -> str:
         return self._backend.summary_html()
+
+
+def _shut_down(backend: Backend, shared: str | None, context: str | None) -> None:
+    """Close a lab's backend and take it out of the terminals' kubeconfig."""
+    try:
+        if shared and context:
+            shared_kubeconfig.remove_context(shared, context)
+    finally:
+        backend.close()
 
 
 __all__ = ["Lab", "NotFound"]

@@ -6,7 +6,9 @@ assignment and course lists too when there is no exchange to list (they would on
 Validate stays. News and update checks are off, so no pop-up covers the picture. Widget state is saved with the
 notebook, so a saved lesson reopened without its kernel still shows its live picture as it last was (not "Error
 displaying widget: model not found"). As root — common in containers
-and VMs — it starts anyway (`--allow-root`) and says so.
+and VMs — it starts anyway (`--allow-root`) and says so. A terminal opened in it has the project's kubectl and
+`labsupport` first on PATH and a KUBECONFIG every notebook's lab adds itself to (`labsupport.shared_kubeconfig`),
+so `kubectl get pods -w` there watches the notebook's cluster.
 
 >>> sorted(disabled_plugins(exchange=False))[:2]
 ['@jupyter/nbgrader:assignment-list', '@jupyter/nbgrader:course-list']
@@ -18,10 +20,13 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
+
+from labsupport import shared_kubeconfig
 
 #: nbgrader's instructor tools, never shown to a student.
 INSTRUCTOR_PLUGINS = ("@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader")
@@ -81,9 +86,44 @@ def write_config(directory: pathlib.Path, exchange: bool) -> pathlib.Path:
     (directory / "labconfig" / "page_config.json").write_text(
         json.dumps({"disabledExtensions": {name: True for name in disabled_plugins(exchange)}}, indent=1))
     off = list(INSTRUCTOR_SERVER_EXTENSIONS) + ([] if exchange else list(EXCHANGE_SERVER_EXTENSIONS))
-    (directory / "jupyter_server_config.json").write_text(
-        json.dumps({"ServerApp": {"jpserver_extensions": {name: False for name in off}}}, indent=1))
+    server = {"jpserver_extensions": {name: False for name in off},
+              "terminado_settings": {"shell_command": terminal_command(write_terminal_rc(directory))}}
+    (directory / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": server}, indent=1))
+    (directory / "nbgrader_config.py").write_text(NBGRADER_CONFIG)
     return directory
+
+
+#: nbgrader's settings for Validate (the button, or `nbgrader validate` in a terminal; a course folder's own
+#: nbgrader_config.py still wins): its kernel talks over unix sockets, so it has no "running over TCP without
+#: encryption" warning to print.
+NBGRADER_CONFIG = """\
+c = get_config()  # noqa: F821 - provided by nbgrader
+c.Execute.kernel_manager_class = "labsupport.grading.execute.SandboxedKernelManager"
+"""
+
+
+def tools_dir() -> str:
+    """The folder of this Python: the project's kubectl and the `labsupport` command are there."""
+    return os.path.dirname(os.path.abspath(sys.executable))
+
+
+def write_terminal_rc(directory: pathlib.Path) -> pathlib.Path:
+    """The start-up file of a terminal: the machine's and the student's own shell set-up first (as a login shell
+    reads it), then the project's tools put first on PATH again, since /etc/profile may have reset it, and the
+    labs' shared kubeconfig put ahead of any KUBECONFIG (only there: a kernel's own kube backend keeps the user's)."""
+    rc = directory / "terminal.rc"
+    rc.write_text("# a terminal of make lab: the shell's usual start-up, then the lab's tools first on PATH\n"
+                  "[ -r /etc/profile ] && . /etc/profile\n"
+                  '[ -n "$BASH_VERSION" ] && [ -r "$HOME/.bashrc" ] && . "$HOME/.bashrc"\n'
+                  f"PATH={shlex.quote(tools_dir())}:\"$PATH\"; export PATH\n"
+                  f'KUBECONFIG="${shared_kubeconfig.ENV}${{KUBECONFIG:+:$KUBECONFIG}}"; export KUBECONFIG\n')
+    return rc
+
+
+def terminal_command(rc: pathlib.Path) -> list[str]:
+    """How JupyterLab starts a terminal: an interactive bash reading `rc` (sh with ENV=rc where bash is missing)."""
+    bash = shutil.which("bash")
+    return [bash, "--rcfile", str(rc), "-i"] if bash else ["/usr/bin/env", f"ENV={rc}", "sh", "-i"]
 
 
 def command(arguments: list[str], *, root: bool, settings: pathlib.Path | None = None) -> list[str]:
@@ -98,9 +138,13 @@ def command(arguments: list[str], *, root: bool, settings: pathlib.Path | None =
 
 
 def environment(config: pathlib.Path, base: dict | None = None) -> dict:
-    """The environment JupyterLab runs in: our configuration directory added after the user's own."""
+    """The environment JupyterLab runs in: our configuration directory added after the user's own; the project's
+    kubectl and `labsupport` first on PATH; the kubeconfig every lab started in a notebook adds itself to (its
+    terminals put it on KUBECONFIG, so that their kubectl reaches those labs)."""
     env = dict(os.environ if base is None else base)
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (env.get("JUPYTER_CONFIG_PATH"), str(config)) if p)
+    env["PATH"] = os.pathsep.join(p for p in (tools_dir(), env.get("PATH")) if p)
+    env[shared_kubeconfig.ENV] = str(config / "kubeconfig")
     return env
 
 
@@ -117,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
               f"(open the assignment's notebook from the file browser; Validate still works)", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="labsupport-jupyter-") as directory:
         config = write_config(pathlib.Path(directory), exchange)
+        shared_kubeconfig.write_empty(str(config / "kubeconfig"))
         settings = write_settings(pathlib.Path(directory) / "settings", default_settings_dir())
         try:
             return subprocess.call(command(arguments, root=root, settings=settings), env=environment(config))

@@ -65,6 +65,14 @@ def _walk(value: Any, type_name: str, path: str, out: list[str], prune: bool = F
             _walk(item, fields[key], where, out, prune, tolerated)
 
 
+def warning_text(header: str) -> str:
+    """What kubectl prints after "Warning: " for one Warning header (`299 - "unknown field \\"x\\""`)."""
+    text = header.split(" - ", 1)[-1]
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1].replace('\\"', '"')
+    return text
+
+
 def check_fields(obj: dict, mode: str | None, warnings: list[str], *, apply: bool = False,
                  stored: dict | None = None) -> None:
     """Apply a request's fieldValidation to an object: refuse (Strict), or drop unknown fields with a warning

@@ -32,6 +32,9 @@ NEW_DNAT = frozenset({"NEW", "DNAT"})
 ESTABLISHED = frozenset({"ESTABLISHED"})
 ESTABLISHED_DNAT = frozenset({"ESTABLISHED", "DNAT"})
 TIMEOUTS = {"tcp": 86400.0, "udp": 30.0, "sctp": 432000.0}
+#: How long a TCP connection that ended stays tracked, by how it ended (the kernel's nf_conntrack_tcp_timeout_*):
+#: closed after an answer (TIME_WAIT), never answered (SYN_SENT), refused with a reset (CLOSE).
+ENDED_TIMEOUTS = {"TIME_WAIT": 120.0, "SYN_SENT": 120.0, "CLOSE": 10.0}
 
 
 def _check_mode(mode: str) -> str:
@@ -177,15 +180,17 @@ class ConntrackEntry:
     last_seen: float
     mark: int = 0
     ipvs: Optional[tuple] = None
+    state: str = "ESTABLISHED"
 
     def line(self, now: float) -> str:
         """The entry as `conntrack -L` prints it."""
         remaining = max(0, int(self.timeout - (now - self.last_seen)))
         number = nf.PROTO_NUMBERS.get(self.proto, 0)
-        state = "ESTABLISHED " if self.proto == "tcp" else ""
-        flags = "[ASSURED] " if self.proto == "tcp" else ""
+        state = f"{self.state} " if self.proto == "tcp" else ""
+        unreplied = "[UNREPLIED] " if self.state == "SYN_SENT" else ""
+        flags = "[ASSURED] " if self.proto == "tcp" and self.state in ("ESTABLISHED", "TIME_WAIT") else ""
         return (f"{self.proto:<8} {number} {remaining} {state}src={int_to_ip(self.src)} dst={int_to_ip(self.dst)} "
-                f"sport={self.sport} dport={self.dport} src={int_to_ip(self.reply_src)} "
+                f"sport={self.sport} dport={self.dport} {unreplied}src={int_to_ip(self.reply_src)} "
                 f"dst={int_to_ip(self.reply_dst)} sport={self.reply_sport} dport={self.reply_dport} "
                 f"{flags}mark={self.mark} use=1")
 
@@ -231,6 +236,7 @@ class NodeDatapath:
         self.choices = RandomChoices(self.rng)
         self.state = State()
         self.conntrack: dict[tuple, ConntrackEntry] = {}
+        self._sweep_at = 1024
         self.mode = _check_mode(mode)
         self.program: Program = compile_rules(mode, rules)
         self._nft = None
@@ -261,7 +267,8 @@ class NodeDatapath:
         program = self.program
         local_src = src_i in self.local or src_i in program.extra_local or (src_i >> 24) == 127
         entry = self.conntrack.get(key)
-        if entry is not None and now - entry.last_seen > entry.timeout:
+        if entry is not None and (entry.state != "ESTABLISHED" or now - entry.last_seen >= entry.timeout):
+            # a new SYN on the tuple of a connection that ended opens a new connection, as the kernel lets it
             self._forget(key, entry)
             entry = None
         ctx = Context(self.choices, self.state, now, self.local)
@@ -297,31 +304,50 @@ class NodeDatapath:
         """Every way a new connection may take through the loaded rules (like `trace_packet`)."""
         return explore(self.program, self.local, src, dst, dport, protocol)
 
-    def close(self, src: str, sport: int, dst: str, dport: int, protocol: str = "tcp") -> bool:
-        """Close a tracked connection (FIN/RST seen); return whether one was tracked."""
+    def close(self, src: str, sport: int, dst: str, dport: int, protocol: str = "tcp",
+              now: Optional[float] = None, state: str = "TIME_WAIT") -> bool:
+        """End a tracked connection; return whether one was tracked.
+
+        Given the time, a TCP entry stays as a real node keeps it, for its `ENDED_TIMEOUTS` seconds: TIME_WAIT after
+        a close, SYN_SENT when nothing ever answered, CLOSE after a reset. Other protocols, or an end without a
+        time, forget it at once."""
         key = (proto_name(protocol), ip_to_int(src), sport, ip_to_int(dst), dport)
         entry = self.conntrack.get(key)
-        if entry is None:
+        if entry is None or entry.state != "ESTABLISHED":
             return False
-        self._forget(key, entry)
+        if now is None or entry.proto != "tcp":
+            self._forget(key, entry)
+            return True
+        if state not in ENDED_TIMEOUTS:
+            raise ValueError(f"a connection ends as one of {', '.join(ENDED_TIMEOUTS)}, not {state!r}")
+        self._release(entry)
+        entry.state, entry.timeout, entry.last_seen = state, ENDED_TIMEOUTS[state], now
+        if len(self.conntrack) > self._sweep_at:        # many short connections: drop the expired ones
+            self.expire(now)
+            self._sweep_at = max(1024, 2 * len(self.conntrack))
         return True
 
     def _forget(self, key: tuple, entry: ConntrackEntry) -> None:
         del self.conntrack[key]
+        self._release(entry)
+
+    def _release(self, entry: ConntrackEntry) -> None:
+        """An IPVS real server no longer counts a connection that has ended."""
         if entry.ipvs is not None:
             active = self.state.__dict__.setdefault("ipvs_active", {})
             active[entry.ipvs] = max(0, active.get(entry.ipvs, 0) - 1)
+            entry.ipvs = None
 
     def expire(self, now: float) -> int:
-        """Drop conntrack entries idle longer than their timeout; return how many went."""
-        gone = [(k, e) for k, e in self.conntrack.items() if now - e.last_seen > e.timeout]
+        """Drop conntrack entries idle for their timeout; return how many went."""
+        gone = [(k, e) for k, e in self.conntrack.items() if now - e.last_seen >= e.timeout]
         for k, e in gone:
             self._forget(k, e)
         return len(gone)
 
     def conntrack_entries(self, now: float = 0.0) -> list[str]:
         """The live entries as `conntrack -L` lines."""
-        return [e.line(now) for e in self.conntrack.values() if now - e.last_seen <= e.timeout]
+        return [e.line(now) for e in self.conntrack.values() if now - e.last_seen < e.timeout]
 
     def counters(self) -> list[tuple[str, str, str, int]]:
         """(table, chain, rule text, packets) for every rule of the loaded rule set."""

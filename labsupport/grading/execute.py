@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
@@ -78,6 +79,11 @@ class SandboxedKernelManager(AsyncKernelManager):
             env.update(HOME="/tmp", IPYTHONDIR="/tmp/.ipython", JUPYTER_RUNTIME_DIR="/tmp/.jupyter",
                        MPLCONFIGDIR="/tmp/.matplotlib", PYTHONDONTWRITEBYTECODE="1")
             kw["cwd"] = str(self.sandbox.root)        # bubblewrap then enters the working directory inside
+        elif self.transport == "tcp":
+            # Validate's kernel, on this machine: unix sockets, so nothing listens on the network (and the kernel
+            # has no "running over TCP without encryption" warning to print). They go when the kernel shuts down.
+            self.transport = "ipc"
+            self.ip = os.path.join(tempfile.gettempdir(), f"labsupport-kernel-{uuid.uuid4().hex[:16]}-ipc")
         kw["env"] = env
         await super().start_kernel(**kw)
         self.kernel_pid = getattr(self.provisioner, "pid", None)

@@ -278,8 +278,9 @@ class KubeBackend:
             meta["namespace"] = ns
         return info, ns, manifest
 
-    def apply(self, obj: dict) -> dict:
-        """Create the object, or update it as `kubectl apply` does (server-set fields kept)."""
+    def apply(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """Create the object, or update it as `kubectl apply` does (server-set fields kept; the API server
+        validates fields as asked, Strict by default like kubectl)."""
         info, ns, manifest = self._prepare(obj)
         manifest["metadata"].setdefault("annotations", {})[LAST_APPLIED] = \
             json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n"
@@ -292,19 +293,22 @@ class KubeBackend:
                 except NotFound:
                     current = None
             try:
+                validation = [("fieldValidation", field_validation)]
                 if current is None:
-                    return self._typed(info, self._call("POST", self._path(info, ns), body=manifest))
-                return self._typed(info, self._call("PUT", self._path(info, ns, name),
+                    return self._typed(info, self._call("POST", self._path(info, ns), query=validation,
+                                                        body=manifest))
+                return self._typed(info, self._call("PUT", self._path(info, ns, name), query=validation,
                                                     body=merge_for_apply(current, manifest)))
             except Conflict:
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
 
-    def create(self, obj: dict) -> dict:
+    def create(self, obj: dict, field_validation: str = "Strict") -> dict:
         """Create one object (`kubectl create`)."""
         info, ns, manifest = self._prepare(obj)
-        return self._typed(info, self._call("POST", self._path(info, ns), body=manifest))
+        return self._typed(info, self._call("POST", self._path(info, ns), body=manifest,
+                                            query=[("fieldValidation", field_validation)]))
 
     def get(self, kind: str, name: str, namespace: str | None) -> dict:
         """One object."""

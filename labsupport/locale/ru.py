@@ -630,4 +630,8 @@ MESSAGES: dict[str, str] = {
         "(отслеженный запрос прошёл через правила {old}: отследи его ещё раз, чтобы подсветить правила {mode})",
     "type the URL to send the request to (e.g. http://<service>) in the curl field":
         "впиши в поле curl URL, на который отправить запрос (например http://<service>)",
+
+    # --- strict apply, the terminal's kubeconfig, a blank assignment's checks ---------------------------------
+    'invalid validate option {value!r}: give True or "strict", "warn", False or "ignore"':
+        'неверное значение validate {value!r}: укажи True или "strict", "warn", False или "ignore"',
 }

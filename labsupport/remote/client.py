@@ -106,13 +106,13 @@ class RemoteBackend:
         return wire.decode(reply.get("result"))
 
     # --- objects -------------------------------------------------------------------------------------------
-    def apply(self, obj: dict) -> dict:
+    def apply(self, obj: dict, field_validation: str = "Strict") -> dict:
         """Create or update the object on the server's cluster."""
-        return self.call("apply", obj)
+        return self.call("apply", obj, field_validation=field_validation)
 
-    def create(self, obj: dict) -> dict:
+    def create(self, obj: dict, field_validation: str = "Strict") -> dict:
         """Create one object."""
-        return self.call("create", obj)
+        return self.call("create", obj, field_validation=field_validation)
 
     def get(self, kind: str, name: str, namespace: str | None) -> dict:
         """One object, or NotFound."""

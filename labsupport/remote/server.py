@@ -165,11 +165,11 @@ class LabServer:
                            "keep the setup cell, and switch later with lab.set_proxy_mode(...)")
         return {"seed": self.seed, "proxy_mode": self.backend.proxy_mode()}
 
-    def do_apply(self, student: bool, obj: dict) -> dict:
-        return self.served(self.backend.apply(role.student_manifest(obj) if student else obj))
+    def do_apply(self, student: bool, obj: dict, field_validation: str = "Strict") -> dict:
+        return self.served(self.backend.apply(role.student_manifest(obj) if student else obj, field_validation))
 
-    def do_create(self, student: bool, obj: dict) -> dict:
-        return self.served(self.backend.create(role.student_manifest(obj) if student else obj))
+    def do_create(self, student: bool, obj: dict, field_validation: str = "Strict") -> dict:
+        return self.served(self.backend.create(role.student_manifest(obj) if student else obj, field_validation))
 
     def do_get(self, student: bool, kind: str, name: str, namespace: str | None) -> dict:
         return self.served(self.backend.get(kind, name, namespace))

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import html
 import json
+import warnings
 from typing import Any, Callable
 
 import yaml
 
+from labsupport.apiserver.schema import check_fields, warning_text
+from labsupport.apps import image_repository
+from labsupport.apps.images import image_for
 from labsupport.control.cluster import Cluster
 from labsupport.i18n import tr
 from labsupport.shape import CLIENT_IP, ZONES, ClusterConfig
@@ -19,6 +23,7 @@ from labsupport.errors import BackendUnavailable, BadRequest, NotFound
 from labsupport.model.kinds import by_kind, resolve
 from labsupport.proxy.daemon import KubeProxyDaemons
 from labsupport.results import ClusterSnapshot
+from labsupport.tool_output import parse_nslookup
 
 STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
 
@@ -71,21 +76,31 @@ class EmbeddedBackend:
         """Start what runs beside the cluster once it exists (the model needs nothing)."""
 
     # --- objects -------------------------------------------------------------------------------------------
-    def apply(self, obj: dict) -> dict:
-        """Create the object, or update it as `kubectl apply` would."""
+    def apply(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """Create the object, or update it as `kubectl apply` would (the API server's field validation)."""
         info = by_kind(obj.get("kind", ""), obj.get("apiVersion"))
         meta = obj.get("metadata") or {}
         ns = (meta.get("namespace") or "default") if info.namespaced else None
+        current = self.cluster.store.find(info.kind, ns, meta.get("name", "")) if meta.get("name") else None
+        obj = clone(obj)
+        found: list[str] = []
+        check_fields(obj, field_validation, found, stored=current)
+        for warning in found:
+            warnings.warn(warning_text(warning), UserWarning, stacklevel=3)
         manifest = clone(obj)
         manifest.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED] = \
             json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n"
-        current = self.cluster.store.find(info.kind, ns, meta.get("name", "")) if meta.get("name") else None
         if current is None:
             return self.cluster.create(manifest)
         return self.cluster.replace(merge_for_apply(current, manifest))
 
-    def create(self, obj: dict) -> dict:
-        """Create one object."""
+    def create(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """Create one object (`kubectl create`: fields validated as the API server does)."""
+        obj = clone(obj)
+        found: list[str] = []
+        check_fields(obj, field_validation, found)
+        for warning in found:
+            warnings.warn(warning_text(warning), UserWarning, stacklevel=3)
         return self.cluster.create(obj)
 
     def get(self, kind: str, name: str, namespace: str | None) -> dict:
@@ -144,10 +159,32 @@ class EmbeddedBackend:
 
     # --- network -------------------------------------------------------------------------------------------
     def nslookup(self, name: str, pod: str | None):
-        """nslookup through the cluster DNS."""
+        """nslookup through the cluster DNS; in a pod, printed as that pod's image's nslookup prints it."""
         self.before_traffic()
         with self.cluster.lock:
-            return self.network.nslookup(name, pod)
+            found = self._pod_for_nslookup(pod) if pod else None
+            if found is None:
+                return self.network.nslookup(name, pod)
+            # the very command `kubectl exec <pod> -- nslookup <name>` runs (busybox's own format)
+            result = self.cluster.kubelet.exec(found, None, ["nslookup", name])
+            self.cluster.settle()
+            if not result.stdout:           # no running container to run it in: ask from the pod's address
+                return self.network.nslookup(name, pod)
+            answer = parse_nslookup(result.stdout + result.stderr, name)
+            answer.text = result.stdout + result.stderr             # exactly as printed
+            if answer.addresses:            # busybox asks each search name: one that answered is the answer
+                answer.rcode = "NOERROR"
+            return answer
+
+    def _pod_for_nslookup(self, pod: str) -> dict | None:
+        """The pod named by `pod` ("name", "pod/name", "pod/ns/name") when its image ships busybox's nslookup."""
+        parts = pod.removeprefix("pod/").split("/")
+        namespace, name = (parts[0], parts[1]) if len(parts) == 2 else ("default", parts[0])
+        obj = self.cluster.store.find("Pod", namespace, name)
+        containers = (obj or {}).get("spec", {}).get("containers") or []
+        if not containers or image_for(image_repository(containers[0].get("image", ""))).nslookup != "busybox":
+            return None
+        return obj
 
     def curl(self, url: str, source: str, **options: Any):
         """One request."""

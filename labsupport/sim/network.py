@@ -93,7 +93,7 @@ class KeepAlive:
         return result
 
     def close(self) -> None:
-        """Close the connection (its conntrack entries go)."""
+        """Close the connection (its conntrack entries turn TIME_WAIT, and go 120 s later)."""
         if not self.closed:
             self.network.finish(self._state)
         self.closed = True
@@ -487,11 +487,12 @@ class SimNetwork:
         self._answer(state, result, path, urlsplit(url if "://" in url else "http://" + url).netloc, None)
         return result
 
-    @staticmethod
-    def finish(state: dict) -> None:
-        """Close a connection: its conntrack entries go."""
+    def finish(self, state: dict) -> None:
+        """End a connection: its TCP entries stay as a node keeps them (TIME_WAIT after an answer, SYN_SENT when
+        none came, CLOSE after a refusal), the others go."""
+        ended = {"timeout": "SYN_SENT", "refused": "CLOSE"}.get(state.get("error_kind", ""), "TIME_WAIT")
         for dp, src, sport, dst, dport, proto in state.get("tracked", []):
-            dp.close(src, sport, dst, dport, proto)
+            dp.close(src, sport, dst, dport, proto, now=self.cluster.clock.now, state=ended)
 
     def conntrack(self, node_name: str) -> list[str]:
         """The node's live conntrack entries."""

@@ -63,6 +63,44 @@ def test_conntrack_entry_expires():
     assert dp.expire(31) == 1
 
 
+def test_a_closed_tcp_connection_stays_in_time_wait_for_120_seconds():
+    dp = NodeDatapath("iptables", (GOLDENS / "iptables-two-services.txt").read_text(), NODE, random.Random(1))
+    dp.connect("192.168.0.2", 51000, "172.30.0.41", 80, now=0)
+    assert dp.close("192.168.0.2", 51000, "172.30.0.41", 80, now=5)
+    [line] = dp.conntrack_entries(now=6)
+    assert re.fullmatch(
+        r"tcp +6 119 TIME_WAIT src=192\.168\.0\.2 dst=172\.30\.0\.41 sport=51000 dport=80 "
+        r"src=10\.0\.1\.1 dst=192\.168\.0\.2 sport=80 dport=51000 \[ASSURED\] mark=0 use=1", line)
+    assert not dp.close("192.168.0.2", 51000, "172.30.0.41", 80, now=6)
+    assert len(dp.conntrack_entries(now=124)) == 1
+    assert dp.conntrack_entries(now=125) == [] and dp.expire(125) == 1
+
+
+def test_an_unanswered_connection_stays_syn_sent_and_a_refused_one_close():
+    dp = NodeDatapath("iptables", (GOLDENS / "iptables-two-services.txt").read_text(), NODE, random.Random(1))
+    dp.connect("192.168.0.2", 51000, "172.30.0.41", 80, now=0)
+    dp.close("192.168.0.2", 51000, "172.30.0.41", 80, now=10, state="SYN_SENT")
+    [line] = dp.conntrack_entries(now=10)
+    assert re.fullmatch(
+        r"tcp +6 120 SYN_SENT src=192\.168\.0\.2 dst=172\.30\.0\.41 sport=51000 dport=80 \[UNREPLIED\] "
+        r"src=10\.0\.1\.1 dst=192\.168\.0\.2 sport=80 dport=51000 mark=0 use=1", line)
+    dp.connect("192.168.0.2", 51001, "172.30.0.41", 80, now=0)
+    dp.close("192.168.0.2", 51001, "172.30.0.41", 80, now=0, state="CLOSE")
+    assert [line.split()[2:4] for line in dp.conntrack_entries(now=9) if "sport=51001" in line] == [["1", "CLOSE"]]
+    assert not [line for line in dp.conntrack_entries(now=10) if "sport=51001" in line]
+
+
+def test_a_new_connection_on_a_tuple_in_time_wait_walks_the_rules_again():
+    dp = NodeDatapath("iptables", samples.iptables_rules(1, 3), NODE, random.Random(1))
+    vip = samples.service_ip(0)
+    dp.connect("10.0.0.2", 40000, vip, 80, now=0)
+    dp.close("10.0.0.2", 40000, vip, 80, now=1)
+    again = dp.connect("10.0.0.2", 40000, vip, 80, now=2)
+    assert not again.from_conntrack and again.endpoint
+    [line] = dp.conntrack_entries(now=2)
+    assert " ESTABLISHED " in line
+
+
 def test_conntrack_lines_look_like_conntrack_L():
     dp = NodeDatapath("iptables", (GOLDENS / "iptables-two-services.txt").read_text(), NODE, random.Random(1))
     dp.connect("192.168.0.2", 51000, "172.30.0.41", 80, now=0)

@@ -2,6 +2,7 @@
 and the check's message, with a hint that names the cause; no traceback through labsupport's code."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -94,3 +95,37 @@ def test_a_selector_whose_pods_are_pending_says_so():
             checks.slice_has_ready_addresses(lab, "web", 3)
         assert "It picks 3 pod(s), but none has an IP yet (still Pending?)" in str(failure.value)
         assert "No pod has the labels" not in str(failure.value)
+
+
+def test_validate_on_a_blank_release_shows_only_the_checks_messages(tmp_path):
+    """A blank assignment fails its tests with the checks' own messages: no chained lookup through labsupport, and
+    no kernel warning about its transport."""
+    from tests.grading.course import Course
+    course = Course(tmp_path / "course")
+    course.nbgrader("generate_assignment", "01-endpointslices", "--force")
+    course.env["LABSUPPORT_BACKEND"] = "sim"            # as a student's own kernel runs
+    (path,) = (course.root / "release" / "01-endpointslices").glob("*.ipynb")
+    nbgrader = pathlib.Path(sys.executable).with_name("nbgrader")
+    run = subprocess.run([str(nbgrader), "validate", str(path)], capture_output=True, text=True, timeout=600,
+                         cwd=course.root, env=course.env)
+    out = run.stdout + run.stderr
+    assert "VALIDATION FAILED" in out, out[-2000:]
+    assert 'CheckFailed: there is no Deployment "web" in namespace "default"' in out, out[:3000]
+    assert "During handling of the above exception" not in out and "NotFound" not in out, out[:3000]
+    assert "checks.py" not in out and "cluster.py" not in out, out[:3000]
+    assert "without encryption" not in out, out[-1500:]
+
+
+def test_validate_in_make_labs_environment_prints_no_kernel_warning(tmp_path):
+    """`nbgrader validate` as a student runs it in a terminal of make lab (outside any course folder)."""
+    from labsupport import student_lab
+    config = student_lab.write_config(tmp_path / "config", exchange=False)
+    env = student_lab.environment(config, dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "user")))
+    path = tmp_path / "work" / "assignment.ipynb"
+    path.parent.mkdir()
+    nbformat.write(notebook(FAILING), path)
+    run = subprocess.run(["nbgrader", "validate", str(path)], capture_output=True, text=True, timeout=300,
+                         cwd=path.parent, env=env)
+    out = run.stdout + run.stderr
+    assert "VALIDATION FAILED" in out, out[-2000:]
+    assert "without encryption" not in out and "No nbgrader_config.py file found" not in out, out[-1500:]

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from labsupport import Lab, checks
-from labsupport.errors import LabError, NotFound
+from labsupport.errors import BadRequest, LabError, NotFound
 from labsupport.grading import answers, rerun
 from labsupport.backend import Backend
 from labsupport.remote import SOCKET_ENV
@@ -258,3 +258,17 @@ def test_a_module_travels_only_when_the_notebook_imports_it(lab, server):
     assert rerun.imported_modules(["import os.path\nfrom urllib.parse import urlsplit\nfrom . import x"]) == \
         {"os", "os.path", "urllib", "urllib.parse"}
     grader.close()
+
+
+def test_apply_through_the_socket_is_as_strict_as_kubectl(lab):
+    typo = ("apiVersion: v1\nkind: Service\nmetadata: {name: typo}\nspec:\n  selector: {app: web}\n"
+            "  ports:\n  - {port: 80, protcol: TCP}\n")
+    with pytest.raises(BadRequest) as refused:
+        lab.apply(typo)
+    assert str(refused.value) == ('Service in version "v1" cannot be handled as a Service: strict decoding error: '
+                                  'unknown field "spec.ports[0].protcol"')
+    with pytest.raises(NotFound):
+        lab.get("svc", "typo")
+    [svc] = lab.apply(typo, validate="ignore")
+    assert "protcol" not in svc["spec"]["ports"][0]
+    lab.delete("svc", "typo")

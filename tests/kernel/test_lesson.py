@@ -203,3 +203,16 @@ def test_a_pod_namespace_has_the_files_the_kubelet_writes(lab):
     assert "search default.svc.cluster.local svc.cluster.local cluster.local" in files["resolv.conf"]
     assert "options ndots:5" in files["resolv.conf"]
     assert f"{pod['status']['podIP']}\t{pod['metadata']['name']}" in files["hosts"]
+
+
+def test_nslookup_in_a_busybox_pod_prints_as_kubectl_exec_does(lab):
+    lab.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bb-nslookup"},
+               "spec": {"containers": [{"name": "bb", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}})
+    try:
+        lab.wait(lambda l: l.get("pod", "bb-nslookup")["status"].get("phase") == "Running", timeout=60)
+        answer = lab.nslookup("web", pod="bb-nslookup")
+        assert answer.text == lab.kubectl("exec bb-nslookup -- nslookup web", show=False).stdout
+        assert "Address:\t10.96.0.10:53" in answer.text and answer.rcode == "NOERROR"
+        assert answer.addresses == [lab.get("svc", "web")["spec"]["clusterIP"]]
+    finally:
+        lab.delete("pod", "bb-nslookup", grace_period=0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from labsupport import Lab
-from labsupport.errors import BackendUnavailable, Invalid, NotFound
+from labsupport.errors import BackendUnavailable, BadRequest, Invalid, NotFound
 from tests.kind import lesson
 from tests.kind.conftest import embedded_kubeconfig
 
@@ -54,6 +54,18 @@ def test_errors_are_the_api_servers(kube):
         kube.apply(bad)
     with pytest.raises(NotFound):
         kube.scale("nope", 2)
+
+
+def test_apply_asks_the_api_server_for_strict_field_validation(kube):
+    typo = ("apiVersion: v1\nkind: Service\nmetadata: {name: typo}\nspec:\n  selector: {app: web}\n"
+            "  ports:\n  - {port: 80, protcol: TCP}\n")
+    with pytest.raises(BadRequest, match='strict decoding error: unknown field "spec.ports\\[0\\].protcol"'):
+        kube.apply(typo)
+    with pytest.raises(NotFound):
+        kube.get("svc", "typo")
+    [svc] = kube.apply(typo, validate=False)
+    assert "protcol" not in svc["spec"]["ports"][0]
+    kube.delete("svc", "typo")
 
 
 def test_each_student_in_their_own_namespace(server, tmp_path, monkeypatch):

@@ -42,6 +42,18 @@ def check_00(nb) -> None:
     assert len(groups.get("ready", [])) == 5, f"Try it read a stale picture: {groups}"
 
 
+def check_02(nb) -> None:
+    """Section 5 shows what its text says: the open connection's DNAT row, then the same row in TIME_WAIT."""
+    open_html = html_of(cell_with(nb, 'conn = lab.connect("http://web", source="pod/client")'))
+    rows = re.findall(r"<tr><td>[^<]*</td><td>tcp</td><td>\d+</td><td>(\w+)</td>(?:(?!</tr>).)*?<td>(DNAT [^<]*)</td></tr>",
+                      open_html)
+    assert [state for state, _ in rows] == ["ESTABLISHED"], f"the open connection's table shows {rows}"
+    closed_html = html_of(cell_with(nb, "conn.close()"))
+    after = re.findall(r"<tr><td>[^<]*</td><td>tcp</td><td>\d+</td><td>(\w+)</td>(?:(?!</tr>).)*?<td>(DNAT [^<]*)</td></tr>",
+                       closed_html)
+    assert after == [("TIME_WAIT", rows[0][1])], f"after close the table shows {after}"
+
+
 def check_04(nb) -> None:
     """Section 2 explains thirds for three endpoints: its rules view keeps showing the three of that moment."""
     html = html_of(cell_with(nb, 'RulesView(lab, node=lab.get("pod", "client")'))
@@ -56,4 +68,4 @@ def check_06(nb) -> None:
     assert len(re.findall(r'<g class="pod [a-z-]+" data-name="echo-', html)) == 2
 
 
-CHECKS = {"00-start-here": check_00, "04-kube-proxy-modes": check_04, "06-source-ip": check_06}
+CHECKS = {"00-start-here": check_00, "02-service-clusterip": check_02, "04-kube-proxy-modes": check_04, "06-source-ip": check_06}

@@ -269,7 +269,7 @@ def test_conntrack_shows_an_open_connection(lab):
     svc_ip = lab.get("svc", "echo")["spec"]["clusterIP"]
     assert any(f"dst={svc_ip}" in e and "ESTABLISHED" in e for e in entries)
     conn.close()
-    assert not any(f"dst={svc_ip}" in e for e in lab.conntrack("lab-worker"))
+    assert not any(f"dst={svc_ip}" in e and "ESTABLISHED" in e for e in lab.conntrack("lab-worker"))
 
 
 def test_a_pod_reaches_a_node_port_on_another_node(mode_lab):
@@ -281,3 +281,32 @@ def test_a_pod_reaches_a_node_port_on_another_node(mode_lab):
     assert result.node == "lab-worker3"
     nodes_seen = [h.where for h in result.hops if h.what.startswith("netfilter")]
     assert nodes_seen[:2] == ["lab-worker", "lab-worker2"]
+
+
+def test_a_finished_curl_stays_in_conntrack_as_time_wait_for_120_seconds(mode_lab):
+    echo(mode_lab, replicas=1)
+    src = pod_source(mode_lab)
+    node = mode_lab.get("pod", src.split("/")[-1])["spec"]["nodeName"]
+    vip = mode_lab.get("svc", "echo")["spec"]["clusterIP"]
+    assert mode_lab.curl("http://echo/hostname", source=src).ok
+    [line] = [line for line in mode_lab.conntrack(node) if f"dst={vip} " in line]
+    assert line.split()[2:4] == ["120", "TIME_WAIT"], line
+    mode_lab.advance(119)
+    assert [line for line in mode_lab.conntrack(node) if f"dst={vip} " in line]
+    mode_lab.advance(1)
+    assert not [line for line in mode_lab.conntrack(node) if f"dst={vip} " in line]
+
+
+def test_an_unanswered_curl_stays_in_conntrack_as_syn_sent(mode_lab):
+    echo(mode_lab, replicas=1)
+    src = pod_source(mode_lab)
+    node = mode_lab.get("pod", src.split("/")[-1])["spec"]["nodeName"]
+    vip = mode_lab.get("svc", "echo")["spec"]["clusterIP"]
+    result = mode_lab.curl(f"http://{vip}:8081/", source=src)     # a port the Service does not serve
+    entries = [line for line in mode_lab.conntrack(node) if f"dst={vip} " in line and "dport=8081" in line]
+    if mode_lab.proxy_mode == "iptables":       # routed nowhere: the SYN is never answered
+        assert result.exit_code == 28
+        [line] = entries
+        assert line.split()[2:4] == ["120", "SYN_SENT"] and "[UNREPLIED]" in line and "[ASSURED]" not in line
+    else:                                       # nftables and IPVS reject it at once: nothing is tracked
+        assert result.exit_code == 7 and entries == []

@@ -222,8 +222,11 @@ def test_conntrack_view_shows_the_dnat_of_a_keep_alive_connection(web):
     conn = web.connect("http://web", source=f"pod/{source['metadata']['name']}")
     view = ConntrackView(web, node=source["spec"]["nodeName"], live=False)
     vip = web.get("svc", "web")["spec"]["clusterIP"]
-    assert f"DNAT {vip}:80 →" in view.html
+    assert f"DNAT {vip}:80 →" in view.html and "ESTABLISHED" in view.html
     conn.close()
+    view.refresh()
+    assert f"DNAT {vip}:80 →" in view.html and "TIME_WAIT" in view.html and "ESTABLISHED" not in view.html
+    web.advance(121)
     view.refresh()
     assert f"DNAT {vip}:80 →" not in view.html
 
