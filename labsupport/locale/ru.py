@@ -279,11 +279,6 @@ MESSAGES: dict[str, str] = {
     "no Deployment or StatefulSet to scale": "нет Deployment или StatefulSet, который можно масштабировать",
     "scaled {workload} to {replicas}": "{workload} масштабирован до {replicas}",
     "choose a pod first": "сначала выбери под",
-    'pod "{name}" deleted (it runs its preStop hook, then quits on its stop signal, at most after its grace period; '
-    '"{advance}" moves the clock)':
-        'под "{name}" удалён (он выполняет preStop-хук, затем завершается по сигналу остановки, самое позднее '
-        'по истечении grace period; «{advance}» двигает часы)',
-    "choose a pod first": "сначала выберите под",
     "{name}: {missing}, so nothing changes: it stays ready and keeps its traffic. Give the pod template a "
     "readinessProbe (httpGet on / port 80) to see it leave the Service.":
         "{name}: {missing}, поэтому ничего не изменится — под остаётся ready и продолжает получать трафик. Добавь "
@@ -309,10 +304,7 @@ MESSAGES: dict[str, str] = {
     # --- RulesView and ConntrackView
     "e.g. default/web": "например default/web",
     "only matched rules": "только сработавшие правила",
-    "{node} — kube-proxy mode {mode}, {lines} lines, {matched} matched by the traced request":
-        "{node} — режим kube-proxy {mode}; строк {lines}, из них на отслеженный запрос сработало {matched}",
     "… {count} more lines (narrow them with grep)": "… и ещё строк: {count} (сузь вывод через grep)",
-    "… {count} more lines (narrow them with grep)": "… ещё строк: {count} (сузьте их через grep)",
     "all nodes": "все ноды",
     "refresh": "обновить",
     "no tracked connections": "нет отслеживаемых соединений",
