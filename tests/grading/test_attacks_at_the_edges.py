@@ -129,7 +129,8 @@ get_ipython().events.register("pre_run_cell", lambda info: seen.append(info.raw_
 '''
 REPORT = '''
 marker = "BEGIN " + "HIDDEN"
-print("CELLS SEEN", len(seen), "TEST CELLS SEEN", sum(marker in cell or "checks.choice" in cell for cell in seen))
+test_call = "checks." + "choice("
+print("CELLS SEEN", len(seen), "TEST CELLS SEEN", sum(marker in cell or test_call in cell for cell in seen))
 from IPython.display import HTML, display
 display(HTML('<script>document.title="owned"</script><img src=x onerror="alert(1)"><b>bold</b>'))
 '''
@@ -311,7 +312,7 @@ def test_feedback_hides_hidden_tests_and_escapes_the_students_markup(graded):
 def test_the_lab_server_is_bounded(graded, how):
     course = graded[how]
     clock = outputs_text(course, ONE, "clock")
-    assert "MOVED" not in clock and clock.count("refused") == 4, clock
+    assert "MOVED" not in clock and len(re.findall(r"refused (?:nan|inf|1000000000000\.0|-1) ", clock)) == 4, clock
     big = outputs_text(course, ONE, "big-objects")
     assert "STORED" not in big and "refused 63" in big, big[-500:]
 
@@ -321,8 +322,8 @@ def test_the_sandbox_is_nobody_on_a_capped_disk(graded, how):
     course = graded[how]
     text = outputs_text(course, ONE, "identity")
     assert "SHADOW" not in text and "shadow refused 13" in text, text
-    stopped, _, errno = text.split("disk stopped at", 1)[1].split()[:3]
-    assert int(stopped) <= 256 and errno == "28", text
+    stopped = re.search(r"disk stopped at (\d+) MiB (\d+)", text)
+    assert stopped and int(stopped.group(1)) <= 256 and stopped.group(2) == "28", text[:3000]
 
 
 def test_the_grader_imports_no_module_a_kernel_names(graded):
