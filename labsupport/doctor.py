@@ -42,11 +42,11 @@ def clean() -> list[str]:
 def class_clean() -> list[str]:
     """Take down what a `labsupport class` left (needs root: it deletes Unix accounts); nothing without root."""
     from labsupport.hub.roster import class_accounts
-    from labsupport.hub.service import clean
+    from labsupport.hub.service import clean, stray_proxies
     from labsupport.hub.state import read_state, state_dir
     if os.geteuid() != 0:
         left = class_accounts()
         return [f"class accounts left ({', '.join(left)}): run `labsupport clean` as root"] if left else []
-    if not class_accounts() and read_state(state_dir()) is None:
+    if not class_accounts() and read_state(state_dir()) is None and not stray_proxies():
         return []
     return clean()

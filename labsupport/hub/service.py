@@ -22,7 +22,7 @@ import time
 import urllib.request
 
 from labsupport.errors import LabError
-from labsupport.hub.proxy_install import PROJECT, ensure_proxy
+from labsupport.hub.proxy_install import PROJECT, ensure_proxy, proxy_program
 from labsupport.hub.roster import COMMENT, Roster, class_accounts, create_account, delete_account
 from labsupport.hub.state import ClassState, read_state, state_dir
 
@@ -187,12 +187,13 @@ def _start_hub(state: ClassState) -> None:
 
 
 # --- taking a class down -------------------------------------------------------------------------------------
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie nobody has reaped yet does not)."""
     try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _stop(pids: list[int], grace: float = 15.0) -> None:
@@ -203,7 +204,7 @@ def _stop(pids: list[int], grace: float = 15.0) -> None:
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + grace
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     for pid in pids:
         try:
@@ -242,7 +243,7 @@ def down(state: ClassState) -> list[str]:
     """Stop the hub, the proxy and every server, delete the accounts and the folders of `state`; say what went."""
     said = []
     ours = [pid for name, pid in state.pids.items()
-            if _alive(pid) and ("jupyterhub" if name == "hub" else "configurable-http-proxy") in _cmdline(pid)]
+            if alive(pid) and ("jupyterhub" if name == "hub" else "configurable-http-proxy") in _cmdline(pid)]
     if ours:
         _stop(ours)
         said.append(f"stopped the class's hub and proxy (pids {', '.join(map(str, ours))})")
@@ -263,9 +264,17 @@ def down(state: ClassState) -> list[str]:
     return said
 
 
+def stray_proxies() -> list[int]:
+    """Processes of this project's configurable-http-proxy (`.node/`) left running by a hub that was killed."""
+    program = str(proxy_program())
+    return [int(p.name) for p in pathlib.Path("/proc").iterdir()
+            if p.name.isdigit() and program in _cmdline(int(p.name)).split(" ")[:2]]
+
+
 def clean(directories: list[pathlib.Path] | None = None) -> list[str]:
     """Take down every class found (the default state folder's, and those the `labclass-` accounts' homes lie in),
-    then remove whatever `labclass-` account is left with its processes and home."""
+    then stop any proxy of this project still running and remove whatever `labclass-` account is left with its
+    processes and home."""
     said = []
     found = set(directories or []) | {state_dir()}
     for account in class_accounts():
@@ -280,6 +289,10 @@ def clean(directories: list[pathlib.Path] | None = None) -> list[str]:
             continue
         if state is not None:
             said += down(state)
+    stray = stray_proxies()
+    if stray:
+        _stop(stray)
+        said.append(f"stopped the class proxy no state file names (pids {', '.join(map(str, stray))})")
     for account in class_accounts():
         entry = pwd.getpwnam(account)
         _stop(processes_of([account]), grace=5.0)
@@ -310,4 +323,5 @@ def run_as(state: ClassState, account: str, argv: list[str], cwd: pathlib.Path |
                           cwd=cwd or entry.pw_dir, capture_output=True, text=True, timeout=timeout)
 
 
-__all__ = ["up", "down", "clean", "run_as", "account_env", "processes_of", "ClassError", "COURSE"]
+__all__ = ["up", "down", "clean", "alive", "stray_proxies", "run_as", "account_env", "processes_of", "ClassError",
+           "COURSE"]
