@@ -58,6 +58,14 @@ def unreachable_python() -> str | None:
     return None
 
 
+def require_jupyterhub() -> None:
+    """JupyterHub is an extra of this project (`class`), not installed with it by default."""
+    import importlib.util
+    if importlib.util.find_spec("jupyterhub") is None:
+        raise ClassError(f"JupyterHub is not installed for {sys.executable}: pip install -e '.[class]' (or "
+                         "make .venv/.installed, which installs the test extra that has it)")
+
+
 def require_shared_python() -> None:
     """Every class account runs its server with this Python: the accounts must be allowed to run it."""
     folder = unreachable_python()
@@ -71,6 +79,7 @@ def up(roster: Roster, directory: pathlib.Path | None = None, course: pathlib.Pa
        course_id: str = "k8s-services") -> ClassState:
     """Make the class of `roster` in `directory` and start its hub; returns its state."""
     require_root()
+    require_jupyterhub()
     require_shared_python()
     directory = state_dir(directory)
     existing = read_state(directory)

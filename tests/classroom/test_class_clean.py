@@ -84,3 +84,13 @@ def test_a_roster_takes_only_class_account_names():
         Roster("labclass-teacher", ["labclass-a", "labclass-a"])
     with pytest.raises(RosterError, match="1 to 999"):
         numbered_roster(0)
+
+
+def test_the_tier_skips_without_its_tools_and_fails_under_ci(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="node and npm"):
+        require(missing(), "classroom")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="Chromium"):
+        require(missing(), "classroom")
