@@ -20,8 +20,9 @@ import sys
 from typing import Any
 
 from jupyterhub.spawner import LocalProcessSpawner
+from traitlets import Unicode
 
-from labsupport.hub.state import ClassState, read_state
+from labsupport.hub.state import ClassState, ClassStateError, read_state
 
 #: The programs a server finds first on its PATH: this Python's (nbgrader, jupyter, labsupport).
 BIN = str(pathlib.Path(sys.executable).parent)
@@ -35,11 +36,16 @@ def config_dir(state: ClassState, role: str) -> pathlib.Path:
 class ClassSpawner(LocalProcessSpawner):
     """Starts the instructor's JupyterLab or a student's (`make lab`'s), as that Unix user, on 127.0.0.1."""
 
-    state: ClassState | None = None
+    class_dir = Unicode("", help="The class's state folder (`labsupport class up --state-dir`).").tag(config=True)
+
+    @property
+    def state(self) -> ClassState:
+        """The class this server belongs to, read from its state file."""
+        return class_state(self.class_dir)
 
     def role(self) -> str:
         """`instructor` or `student`."""
-        return "instructor" if self.state and self.user.name == self.state.instructor else "student"
+        return "instructor" if self.user.name == self.state.instructor else "student"
 
     def get_env(self) -> dict[str, str]:
         """The hub's environment for the server, plus the class's exchange, language-neutral backend and config."""
@@ -59,13 +65,18 @@ class ClassSpawner(LocalProcessSpawner):
         return await super().start()
 
 
-def configure(c: Any, directory: str | os.PathLike) -> None:
-    """Fill JupyterHub's config `c` for the class whose state is in `directory`."""
+def class_state(directory: str | os.PathLike) -> ClassState:
+    """The class whose state is in `directory`; ClassStateError when there is none."""
     state = read_state(pathlib.Path(directory))
     if state is None:
-        raise FileNotFoundError(f"no class state in {directory}")
+        raise ClassStateError(f"no class state file in {directory}: make the class with `labsupport class up`")
+    return state
+
+
+def configure(c: Any, directory: str | os.PathLike) -> None:
+    """Fill JupyterHub's config `c` for the class whose state is in `directory`."""
+    state = class_state(directory)
     hub_dir = pathlib.Path(state.directory) / "hub"
-    ClassSpawner.state = state
     c.JupyterHub.bind_url = state.url
     c.JupyterHub.hub_ip = "127.0.0.1"
     c.JupyterHub.hub_port = state.ports["hub-api"]
@@ -85,6 +96,7 @@ def configure(c: Any, directory: str | os.PathLike) -> None:
     c.Authenticator.admin_users = {state.instructor}
 
     c.JupyterHub.spawner_class = ClassSpawner
+    c.ClassSpawner.class_dir = state.directory
     c.Spawner.ip = "127.0.0.1"
     c.Spawner.default_url = "/lab"
     c.Spawner.notebook_dir = "~"
@@ -95,4 +107,4 @@ def configure(c: Any, directory: str | os.PathLike) -> None:
     c.JupyterHub.load_roles = [{"name": "admin", "services": ["class"], "users": [state.instructor]}]
 
 
-__all__ = ["configure", "ClassSpawner", "config_dir"]
+__all__ = ["configure", "ClassSpawner", "config_dir", "class_state"]
