@@ -1,8 +1,9 @@
-"""One term of one assignment in a real class on this machine: `labsupport class up --students 3` (JupyterHub, its
+"""One term of one assignment in a real class on this machine: `labsupport class up --students 4` (JupyterHub, its
 proxy from npm, real Unix accounts, nbgrader's exchange), the instructor releases, three students log in, fetch,
 work, validate and submit in their own servers (one solves it, one leaves it blank, one gets half of it), the
 instructor collects, grades with `labsupport grade` (sandboxed, parallel), returns feedback, and each student reads
-their own. A browser logs in through the hub's login page as one student and as the instructor; the other students
+their own; the fourth student only puts a link to the course's source into the exchange, which collect refuses.
+A browser logs in through the hub's login page as one student and as the instructor; the other students
 use the hub's REST API with their own tokens. Nobody can read a classmate's work or the course's source/.
 
 Needs root, node and npm, Chromium, bubblewrap, and a Python the class's accounts may run (not one under /root):
@@ -38,6 +39,9 @@ BIN = pathlib.Path(sys.executable).parent
 ARTIFACTS = pathlib.Path(__file__).resolve().parents[2] / "test-artifacts"
 #: What each student does: every solution cell, none, or the first two of four.
 SOLVED, BLANK, HALF = "labclass-s01", "labclass-s02", "labclass-s03"
+STUDENTS = (SOLVED, BLANK, HALF)
+#: The fourth account never works the assignment: it puts a link to the course's source in the exchange.
+INTRUDER = "labclass-s04"
 HALF_CELLS = ("deploy", "read-addresses")
 
 
@@ -118,7 +122,7 @@ class Term:
 
     def __init__(self, directory: pathlib.Path, browser):
         began = time.monotonic()
-        self.up = subprocess.run([str(BIN / "labsupport"), "class", "up", "--students", "3", "--state-dir",
+        self.up = subprocess.run([str(BIN / "labsupport"), "class", "up", "--students", "4", "--state-dir",
                                   str(directory)], capture_output=True, text=True, timeout=600)
         assert self.up.returncode == 0, self.up.stdout + self.up.stderr
         self.state = read_state(directory)
@@ -126,6 +130,14 @@ class Term:
         self.hub = HubClient(self.state)
         self.pages = {}
         self.run(browser)
+
+    def plant_a_link(self) -> None:
+        """The fourth account submits, as their Unix user, a link to the course's source instead of a notebook."""
+        state = self.state
+        inbound = state.exchange / state.course_id / "inbound"
+        name = f"{INTRUDER}+{ASSIGNMENT}+2099-01-01 00:00:00.000000 UTC+planted"
+        planted = run_as(state, INTRUDER, ["ln", "-s", str(state.course / "source" / ASSIGNMENT), str(inbound / name)])
+        assert planted.returncode == 0, planted.stderr
 
     def clock(self, name: str, began: float) -> None:
         self.seconds[name] = time.monotonic() - began
@@ -142,7 +154,7 @@ class Term:
         for student in (BLANK, HALF):
             hub.start_server(student)
         self.clock("students' servers", began)
-        self.servers = {s: MemberServer(state, s, hub.token(s)) for s in state.students}
+        self.servers = {s: MemberServer(state, s, hub.token(s)) for s in STUDENTS}
 
         source = _read_json(state.course / "source" / NOTEBOOK)
         self.validated = {}
@@ -165,7 +177,8 @@ class Term:
         self.clock("fetch, work, validate, submit (3 students)", began)
 
         began = time.monotonic()
-        instructor(state, "nbgrader", "collect", ASSIGNMENT)
+        self.plant_a_link()
+        self.collect = instructor(state, "nbgrader", "collect", ASSIGNMENT)
         self.grade = instructor(state, "labsupport", "grade", ASSIGNMENT, "--workers", "2")
         self.clock("collect and grade", began)
         began = time.monotonic()
@@ -232,7 +245,7 @@ def test_the_class_is_real_unix_accounts_and_a_hub_on_loopback(term):
         entry = pwd.getpwnam(account)
         assert entry.pw_uid != 0 and pathlib.Path(entry.pw_dir).stat().st_mode & 0o077 == 0
     assert term.state.url.startswith("http://127.0.0.1:")
-    for user in term.state.accounts:
+    for user in (term.state.instructor, *STUDENTS):
         pid = term.hub.server_pid(user)
         assert os.stat(f"/proc/{pid}").st_uid == pwd.getpwnam(user).pw_uid, f"{user}'s server runs as someone else"
 
@@ -248,7 +261,7 @@ def test_the_gradebook_has_each_students_marks(term):
     from nbgrader.api import Gradebook
     totals = {}
     with Gradebook(f"sqlite:///{term.state.course / 'gradebook.db'}") as gb:
-        for student in term.state.students:
+        for student in STUDENTS:
             sub = gb.find_submission_notebook("endpointslices", ASSIGNMENT, student)
             tests = [g for g in sub.grades if g.cell.cell_type == "code"]
             totals[student] = (sum(g.auto_score or 0 for g in tests), sum(g.max_score for g in tests))
@@ -268,7 +281,7 @@ def test_each_student_reads_their_own_feedback(term):
     from nbgrader.api import Gradebook
     seen = {}
     with Gradebook(f"sqlite:///{term.state.course / 'gradebook.db'}") as gb:
-        for student in term.state.students:
+        for student in STUDENTS:
             sub = gb.find_submission_notebook("endpointslices", ASSIGNMENT, student)
             seen[student] = headline(sub.score, sub.max_score)
             assert seen[student] in term.feedback[student], student
@@ -277,8 +290,17 @@ def test_each_student_reads_their_own_feedback(term):
 
 
 def test_the_instructor_sees_the_submissions_in_the_formgrader(term):
-    for student in term.state.students:
+    for student in STUDENTS:
         assert student in term.formgrader
+
+
+def test_a_link_put_in_the_exchange_is_not_collected(term):
+    assert "Not collected" in term.collect.stderr, term.collect.stderr
+    assert not os.path.lexists(term.state.course / "submitted" / INTRUDER)
+    from nbgrader.api import Gradebook, MissingEntry
+    with Gradebook(f"sqlite:///{term.state.course / 'gradebook.db'}") as gb:
+        with pytest.raises(MissingEntry):
+            gb.find_submission(ASSIGNMENT, INTRUDER)
 
 
 def test_a_student_cannot_read_a_classmates_work_or_the_source(term):
