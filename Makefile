@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test clean-lab doctor bench upstream
+.PHONY: lab test clean-lab doctor bench upstream hub-proxy
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,3 +48,8 @@ $(UPSTREAM_BIN)/kube-proxy $(UPSTREAM_BIN)/coredns &: upstream/go.mod upstream/g
 
 clean-lab: $(STAMP)
 	$(BIN)/labsupport clean
+
+# JupyterHub's proxy (configurable-http-proxy) from the npm registry into .node/ (git-ignored), for `labsupport class`
+# and the classroom tier; `labsupport class up` installs it by itself too when it is missing.
+hub-proxy: $(STAMP)
+	$(BIN)/python -m labsupport.hub.proxy_install

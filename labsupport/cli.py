@@ -1,4 +1,4 @@
-"""`labsupport up|down|status|clean|doctor|kubectl|grade|report|variant …`: one handler prints errors."""
+"""`labsupport up|down|status|clean|doctor|kubectl|grade|report|variant|class …`: one handler prints errors."""
 from __future__ import annotations
 
 import argparse
@@ -24,6 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     _register_cluster_commands(sub)
     from labsupport.classroom.cli import register as register_classroom
     register_classroom(sub)
+    from labsupport.hub.cli import register as register_class
+    register_class(sub)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -1,6 +1,7 @@
 """`labsupport doctor` and `labsupport clean`: what can run here, and removing what earlier runs left behind."""
 from __future__ import annotations
 
+import os
 import platform
 import sys
 
@@ -35,4 +36,17 @@ def clean() -> list[str]:
     """Remove every network namespace, link, server and kind cluster this project made; say what went."""
     from labsupport.netns.machine import clean as kernel_clean
     from labsupport.kind.preflight import clean as kind_clean
-    return [*kernel_clean(), *kind_clean()] or ["nothing to clean"]
+    return [*kernel_clean(), *kind_clean(), *class_clean()] or ["nothing to clean"]
+
+
+def class_clean() -> list[str]:
+    """Take down what a `labsupport class` left (needs root: it deletes Unix accounts); nothing without root."""
+    from labsupport.hub.roster import class_accounts
+    from labsupport.hub.service import clean, stray_proxies
+    from labsupport.hub.state import read_state, state_dir
+    if os.geteuid() != 0:
+        left = class_accounts()
+        return [f"class accounts left ({', '.join(left)}): run `labsupport clean` as root"] if left else []
+    if not class_accounts() and read_state(state_dir()) is None and not stray_proxies():
+        return []
+    return clean()

@@ -22,6 +22,7 @@ import os
 import pathlib
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -126,9 +127,17 @@ def terminal_command(rc: pathlib.Path) -> list[str]:
     return [bash, "--rcfile", str(rc), "-i"] if bash else ["/usr/bin/env", f"ENV={rc}", "sh", "-i"]
 
 
-def command(arguments: list[str], *, root: bool, settings: pathlib.Path | None = None) -> list[str]:
-    """The `jupyter lab` command line: news and update checks off, `--allow-root` when running as root."""
-    argv = [sys.executable, "-m", "jupyterlab", "--LabApp.news_url=None",
+def spawned_by_hub(env: dict | None = None) -> bool:
+    """Whether JupyterHub started this server (it passes the server's API token in the environment)."""
+    return bool((os.environ if env is None else env).get("JUPYTERHUB_API_TOKEN"))
+
+
+def command(arguments: list[str], *, root: bool, settings: pathlib.Path | None = None,
+            hub: bool = False) -> list[str]:
+    """The `jupyter lab` command line (JupyterHub's single-user JupyterLab when a hub spawned it): news and update
+    checks off, `--allow-root` when running as root."""
+    app = "jupyterhub.singleuser" if hub else "jupyterlab"
+    argv = [sys.executable, "-m", app, "--LabApp.news_url=None",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if settings is not None:
         argv.append(f"--LabApp.app_settings_dir={settings}")
@@ -163,9 +172,15 @@ def main(argv: list[str] | None = None) -> int:
         config = write_config(pathlib.Path(directory), exchange)
         shared_kubeconfig.write_empty(str(config / "kubeconfig"))
         settings = write_settings(pathlib.Path(directory) / "settings", default_settings_dir())
+        server = subprocess.Popen(command(arguments, root=root, settings=settings, hub=spawned_by_hub()),
+                                  env=environment(config))
+        # A hub stops a server with SIGTERM to this process: pass it on, so JupyterLab is not left running.
+        signal.signal(signal.SIGTERM, lambda signum, frame: server.send_signal(signum))
         try:
-            return subprocess.call(command(arguments, root=root, settings=settings), env=environment(config))
+            return server.wait()
         except KeyboardInterrupt:
+            server.kill()
+            server.wait()
             return 130
 
 

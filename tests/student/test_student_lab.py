@@ -118,3 +118,42 @@ def test_widget_state_is_saved_and_existing_overrides_are_kept(tmp_path):
     assert overrides["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}
     assert overrides["@jupyterlab/apputils-extension:themes"] == {"theme": "x"}
     assert f"--LabApp.app_settings_dir={settings}" in student_lab.command([], root=False, settings=settings)
+
+
+def test_under_a_hub_it_runs_the_single_user_server():
+    assert student_lab.spawned_by_hub({"JUPYTERHUB_API_TOKEN": "x"}) and not student_lab.spawned_by_hub({})
+    assert student_lab.command([], root=False, hub=True)[1:3] == ["-m", "jupyterhub.singleuser"]
+    assert student_lab.command([], root=False)[1:3] == ["-m", "jupyterlab"]
+
+
+def test_sigterm_to_the_student_lab_stops_jupyterlab_too(tmp_path):
+    """A hub stops a server with SIGTERM to the process it started: JupyterLab must not be left running."""
+    port, token = free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "user-config"), LABSUPPORT_EXCHANGE=str(tmp_path / "x"),
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_DATA_DIR=str(tmp_path / "data"))
+    wrapper = subprocess.Popen([sys.executable, "-m", "labsupport.student_lab", "--no-browser", "--ip=127.0.0.1",
+                                f"--port={port}", f"--IdentityProvider.token={token}",
+                                f"--ServerApp.root_dir={tmp_path}"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while not (_listening(port) and status_of(f"http://127.0.0.1:{port}/api/status?token={token}") == 200):
+            assert wrapper.poll() is None and time.time() < deadline, "the student's JupyterLab did not start"
+            time.sleep(0.3)
+        wrapper.terminate()
+        wrapper.wait(timeout=30)
+        deadline = time.time() + 30
+        while _listening(port) and time.time() < deadline:
+            time.sleep(0.2)
+        assert not _listening(port), "JupyterLab kept running after its student_lab got SIGTERM"
+    finally:
+        try:
+            os.killpg(wrapper.pid, 9)
+        except ProcessLookupError:
+            pass
+        wrapper.wait()
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
