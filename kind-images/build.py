@@ -91,10 +91,13 @@ def go_build(module: str) -> None:
     """Build one module folder's programs into .kind/bin, streaming a count of compiled packages."""
     packages, flags = GO_PROGRAMS[module]
     folder = HERE / "go" / module
-    outputs = [BIN / (GO_NAMES.get(p) or p.rstrip("/").rsplit("/", 1)[-1]) for p in packages]
-    if all(o.exists() for o in outputs) and min(o.stat().st_mtime for o in outputs) > newest([folder]):
+    changed = newest([folder])
+    stale = {p: BIN / (GO_NAMES.get(p) or p.rstrip("/").rsplit("/", 1)[-1]) for p in packages}
+    stale = {p: o for p, o in stale.items() if not o.exists() or o.stat().st_mtime < changed}
+    if not stale:
         say(f"go: {module} is up to date")
         return
+    packages, outputs = list(stale), list(stale.values())
     say(f"go: building {', '.join(o.name for o in outputs)} (module folder kind-images/go/{module})")
     BIN.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": os.environ.get("GOFLAGS", "-buildvcs=false")}
