@@ -75,7 +75,8 @@ def kind_cluster():
 def kind_ns(kind_cluster, request):
     """A Lab on the tier's cluster in a fresh namespace of its own (deleted afterwards)."""
     import re
-    name = "t-" + re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-")
+    import secrets
+    name = "t-" + re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-") + "-" + secrets.token_hex(3)
     kind_cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     lab = Lab(backend="kind", proxy_mode=KIND_MODE, name=KIND_CLUSTER, workers=KIND_WORKERS, namespace=name,
               load_images=False, preflight=False, progress="quiet")

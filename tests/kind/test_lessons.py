@@ -17,7 +17,8 @@ pytestmark = pytest.mark.kind
 @pytest.mark.parametrize("path", lessons(ENGLISH), ids=lambda p: p.stem)
 def test_lesson_runs_on_kind(path, kind_cluster, tmp_path, monkeypatch):
     from nbclient import NotebookClient
-    namespace = "lesson-" + path.stem[:2]
+    import secrets
+    namespace = f"lesson-{path.stem[:2]}-{secrets.token_hex(3)}"
     kind_cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     monkeypatch.setenv("LABSUPPORT_BACKEND", "kind")
     monkeypatch.setenv("LABSUPPORT_KIND_CLUSTER", KIND_CLUSTER)
