@@ -31,6 +31,7 @@ from labsupport.kind.progress import KIND_CREATE_STEPS, Progress, make_progress
 from labsupport.kind.runner import CommandResult, CommandRunner
 from labsupport.model.kinds import resolve
 
+EMBEDDED_NODE_PREFIX = "lab-"
 STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
 CREATE_WAIT = "180s"
 
@@ -252,6 +253,9 @@ class KindBackend(KubeBackend):
                 raise BackendUnavailable(tr("kind cluster {name} has no nodes running", name=self.kind_cluster.name))
             return (workers or names)[0]
         node = node[5:] if node.startswith("node/") else node
+        alias = f"{self.kind_cluster.name}-{node[len(EMBEDDED_NODE_PREFIX):]}"
+        if names and node not in names and node.startswith(EMBEDDED_NODE_PREFIX) and alias in names:
+            return alias   # a lesson's "lab-worker" (the embedded cluster's name) is this cluster's "-worker"
         if names and node not in names:
             raise NotFound.of("nodes", node)
         return node

@@ -33,7 +33,7 @@ def kube(server, tmp_path, monkeypatch):
 # --- the real kind tier: one cluster for the whole tier ------------------------------------------------------------
 import os  # noqa: E402
 
-from labsupport.testing import in_ci, require  # noqa: E402
+from labsupport.testing import require  # noqa: E402
 
 KIND_MODE = os.environ.get("LABSUPPORT_KIND_MODE", "nftables")
 KIND_CLUSTER = os.environ.get("LABSUPPORT_KIND_CLUSTER", "labsupport-test")
@@ -42,10 +42,10 @@ KIND_WORKERS = int(os.environ.get("LABSUPPORT_KIND_WORKERS", "1"))
 
 
 def require_kind_tier(mode: str = KIND_MODE) -> None:
-    """Skip (opt-in off a CI run: LABSUPPORT_KIND_TESTS=1) or, under CI, fail unless Docker, kind and kubectl are
-    here and a node image is at hand (the one `make kind-images` built, or a registry's)."""
-    if not in_ci() and os.environ.get("LABSUPPORT_KIND_TESTS") != "1":
-        pytest.skip("the kind tier is opt-in off CI: set LABSUPPORT_KIND_TESTS=1 (it needs a Docker engine and kind; "
+    """Skip unless opted in (LABSUPPORT_KIND_TESTS=1); opted in, skip or, under CI, fail unless Docker, kind and
+    kubectl are here and a node image is at hand (the one `make kind-images` built, or a registry's)."""
+    if os.environ.get("LABSUPPORT_KIND_TESTS") != "1":
+        pytest.skip("the kind tier is opt-in: set LABSUPPORT_KIND_TESTS=1 (it needs a Docker engine and kind; "
                     "`make kind-images` builds everything offline)")
     from labsupport.kind import images, preflight
     found = preflight.problems(mode)

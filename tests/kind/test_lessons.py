@@ -13,8 +13,12 @@ from tests.notebooks.editions import ENGLISH, lessons
 
 pytestmark = pytest.mark.kind
 
+#: Lesson 03 measures a second cluster of 20 workers and 1,000 pods; on the tier's two nodes the kubelet's limit of
+#: 110 pods per node keeps it from ever being ready (as on the upstream tier, it is too big for this machine).
+TOO_BIG = {"03-endpointslices"}
 
-@pytest.mark.parametrize("path", lessons(ENGLISH), ids=lambda p: p.stem)
+
+@pytest.mark.parametrize("path", [p for p in lessons(ENGLISH) if p.stem not in TOO_BIG], ids=lambda p: p.stem)
 def test_lesson_runs_on_kind(path, kind_cluster, tmp_path, monkeypatch):
     from nbclient import NotebookClient
     import secrets
