@@ -88,7 +88,8 @@ def main() -> int:
         from labsupport.kind.preflight import delete_cluster
         delete_cluster("labsupport-bench")
         began = time.perf_counter()
-        kind = Lab(backend="kind", proxy_mode=args.mode, name="labsupport-bench", workers=1, progress="quiet")
+        kind = Lab(backend="kind", proxy_mode=args.mode, name="labsupport-bench", workers=1, node_ports=(),
+                   progress="quiet")
         rows.append(("kind (2 nodes)", time.perf_counter() - began, lesson_step(kind)))
         if args.keep:
             kind.close()
