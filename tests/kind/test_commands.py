@@ -313,3 +313,15 @@ def test_reusing_a_cluster_in_another_mode_switches_kube_proxy(server, state):
         config = yaml.safe_load(lab.get("configmaps", "kube-proxy", namespace="kube-system")["data"]["config.conf"])
         assert config["mode"] == "nftables"
         assert not any(c.startswith("kind create") for c in runner.commands()), "reused, not created"
+
+
+def test_a_lessons_embedded_node_name_reaches_the_kind_node_of_that_role(kind_lab):
+    runner = kind_lab.runner
+    runner.answer_in_turn(["kind", "get", "nodes"], "labsupport-control-plane\nlabsupport-worker\n")
+    runner.answer(["docker", "exec", "labsupport-worker", "iptables-save"],
+                  stdout=(DATA / "iptables-save-c-kind-worker.txt").read_text())
+    assert "-A KUBE-SVC-LOLE4ISW44XBNF3G" in kind_lab.proxy_rules("node/lab-worker")
+    assert runner.commands()[-1] == "docker exec labsupport-worker iptables-save"
+    from labsupport.errors import NotFound
+    with pytest.raises(NotFound):
+        kind_lab.proxy_rules("node/lab-worker7")
