@@ -143,6 +143,14 @@ def ensure_network(runner: CommandRunner | None = None) -> str:
     return KIND_SUBNET
 
 
+def _running(pid: int) -> bool:
+    """Whether the process exists and has not exited (a zombie waiting for its parent has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def stop_engine(timeout: float = 30.0) -> list[str]:
     """Stop the engine this project started (by its recorded pid); say what went."""
     pid = started_pid()
@@ -152,9 +160,9 @@ def stop_engine(timeout: float = 30.0) -> list[str]:
         return []
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+    while time.monotonic() < deadline and _running(pid):
         time.sleep(0.2)
-    if Path(f"/proc/{pid}").exists():
+    if _running(pid):
         os.kill(pid, signal.SIGKILL)
     pid_file().unlink(missing_ok=True)
     return [f"stopped the Docker engine this project started (pid {pid})"]

@@ -118,3 +118,23 @@ def test_engine_and_its_containers_leave_the_host_as_it_was():
         assert {k: strip_counters(v) for k, v in after.items()} == {k: strip_counters(v) for k, v in before.items()}
     assert started is None or engine.started_pid() == started
     assert shutil.which("dockerd")
+
+
+def test_stop_engine_stops_the_recorded_dockerd_and_nothing_else(tmp_path, monkeypatch):
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path))
+    fake = tmp_path / "dockerd"
+    shutil.copy(shutil.which("sleep"), fake)
+    other = subprocess.Popen([shutil.which("sleep"), "60"])
+    engine_proc = subprocess.Popen([str(fake), "60"])
+    try:
+        engine.pid_file().write_text(f"{other.pid}\n")
+        assert engine.started_pid() is None and engine.stop_engine() == []
+        assert other.poll() is None, "a pid that is not a dockerd is left alone"
+        engine.pid_file().write_text(f"{engine_proc.pid}\n")
+        assert engine.started_pid() == engine_proc.pid
+        assert engine.stop_engine() == [f"stopped the Docker engine this project started (pid {engine_proc.pid})"]
+        assert engine_proc.wait(timeout=10) is not None and not engine.pid_file().exists()
+    finally:
+        for proc in (other, engine_proc):
+            proc.kill()
+            proc.wait()
