@@ -151,13 +151,16 @@ def _running(pid: int) -> bool:
         return False
 
 
-def stop_engine(timeout: float = 30.0) -> list[str]:
-    """Stop the engine this project started (by its recorded pid); say what went."""
+def stop_engine(timeout: float = 30.0, runner: CommandRunner | None = None) -> list[str]:
+    """Stop the engine this project started (by its recorded pid), removing its kind network first; say what
+    went."""
     pid = started_pid()
     if pid is None:
         if pid_file().exists():
             pid_file().unlink()
         return []
+    # the kind network's bridge would outlive the engine on the host
+    (runner or CommandRunner()).run(["docker", "network", "rm", KIND_NETWORK], timeout=60)
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and _running(pid):

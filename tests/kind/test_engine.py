@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from labsupport.kind import engine
+from labsupport.kind.runner import RecordingRunner
 from labsupport.kind.config import OOM_PATCH, cluster_config, config_problems
 
 FULL = "CapBnd:\t000001ffffffffff\n"
@@ -132,8 +133,10 @@ def test_stop_engine_stops_the_recorded_dockerd_and_nothing_else(tmp_path, monke
         assert other.poll() is None, "a pid that is not a dockerd is left alone"
         engine.pid_file().write_text(f"{engine_proc.pid}\n")
         assert engine.started_pid() == engine_proc.pid
-        assert engine.stop_engine() == [f"stopped the Docker engine this project started (pid {engine_proc.pid})"]
+        runner = RecordingRunner()
+        assert engine.stop_engine(runner=runner) == [f"stopped the Docker engine this project started (pid {engine_proc.pid})"]
         assert engine_proc.wait(timeout=10) is not None and not engine.pid_file().exists()
+        assert runner.commands() == ["docker network rm kind"], "the kind network's bridge goes first"
     finally:
         for proc in (other, engine_proc):
             proc.kill()
