@@ -55,6 +55,18 @@ def require_kind_tier(mode: str = KIND_MODE) -> None:
     require(found, "kind")
 
 
+def cluster_ready(lab: Lab) -> bool:
+    """Every node Ready and every kube-system pod Running and ready."""
+    nodes = lab.get("nodes")
+    pods = lab.get("pods", namespace="kube-system")
+    return (len(nodes) == 1 + KIND_WORKERS
+            and all(any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
+                    for n in nodes)
+            and bool(pods) and all(p["status"].get("phase") == "Running"
+                                   and all(s.get("ready") for s in p["status"].get("containerStatuses", []))
+                                   for p in pods))
+
+
 @pytest.fixture(scope="package")
 def kind_cluster():
     """The tier's one real kind cluster (created or reused), deleted after the tier's last test (so it does not idle
@@ -63,6 +75,8 @@ def kind_cluster():
     require_kind_tier()
     lab = Lab(backend="kind", proxy_mode=KIND_MODE, name=KIND_CLUSTER, workers=KIND_WORKERS, progress="quiet")
     try:
+        # kind's --wait covers the control plane only: wait for every node, its CNI and kube-proxy, and CoreDNS
+        lab.wait(cluster_ready, timeout=240)
         yield lab
     finally:
         if os.environ.get("LABSUPPORT_KIND_KEEP") == "1":

@@ -57,6 +57,8 @@ def test_real_rules_name_the_service(kind_ns):
     assert vip in rules
     if KIND_MODE == "nftables":
         assert rules.startswith("table ip kube-proxy")
+    # a real kube-proxy writes a new Service's rules within its sync period
+    kind_ns.wait(lambda l: l.curl(f"http://{vip}/", source=f"node/{KIND_CLUSTER}-worker").ok, timeout=30)
     trace = kind_ns.trace(f"http://{vip}/", source=f"node/{KIND_CLUSTER}-worker")
     assert trace.result.ok and trace.result.pod
     assert any(r.startswith("DNAT") for r in trace.rewrites), trace.text()
@@ -76,7 +78,8 @@ def test_kube_backend_on_the_real_cluster_a_namespace_per_student(kind_cluster):
             assert svc["metadata"]["namespace"] == "lab-alice"
             with pytest.raises(NotFound):
                 bob.get("svc", "web")
-            assert alice.kubectl("get svc -o name", show=False).stdout.split() == ["service/web"]
+            listed = alice.kubectl("get svc -o name", show=False)
+            assert listed.stdout.split() == ["service/web"], listed
             assert alice.nslookup("web").addresses == [svc["spec"]["clusterIP"]]
             lesson.exercise_2(alice)
     finally:
