@@ -8,6 +8,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -132,6 +133,9 @@ def test_stop_engine_stops_the_recorded_dockerd_and_nothing_else(tmp_path, monke
         assert engine.started_pid() is None and engine.stop_engine() == []
         assert other.poll() is None, "a pid that is not a dockerd is left alone"
         engine.pid_file().write_text(f"{engine_proc.pid}\n")
+        deadline = time.monotonic() + 10   # until the child has exec'd into "dockerd"
+        while engine.started_pid() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert engine.started_pid() == engine_proc.pid
         runner = RecordingRunner()
         assert engine.stop_engine(runner=runner) == [f"stopped the Docker engine this project started (pid {engine_proc.pid})"]
