@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test clean-lab doctor bench upstream hub-proxy
+.PHONY: lab test clean-lab doctor bench upstream hub-proxy kind-images
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,12 @@ $(UPSTREAM_BIN)/kube-proxy $(UPSTREAM_BIN)/coredns &: upstream/go.mod upstream/g
 	cd upstream && $(GO) build -trimpath -ldflags '$(KUBE_LDFLAGS)' -o ../$(UPSTREAM_BIN)/ \
 	    k8s.io/kubernetes/cmd/kube-proxy github.com/coredns/coredns
 	@touch $(UPSTREAM_BIN)/kube-proxy $(UPSTREAM_BIN)/coredns
+
+# A kind cluster with no registry: kind, Kubernetes, etcd, CoreDNS and the lessons' images built here from Go
+# modules and Debian packages into a local node image (kind-images/build.py says what and how). Starts a Docker
+# engine when none answers. Where a registry is reachable this is not needed: kind pulls kindest/node.
+kind-images: $(STAMP) upstream
+	PATH="$$PATH:$(dir $(GO))" $(BIN)/python kind-images/build.py
 
 clean-lab: $(STAMP)
 	$(BIN)/labsupport clean

@@ -33,10 +33,12 @@ def report() -> tuple[str, bool]:
 
 
 def clean() -> list[str]:
-    """Remove every network namespace, link, server and kind cluster this project made; say what went."""
+    """Remove every network namespace, link, server and kind cluster this project made, and stop the Docker engine it
+    started; say what went."""
     from labsupport.netns.machine import clean as kernel_clean
     from labsupport.kind.preflight import clean as kind_clean
-    return [*kernel_clean(), *kind_clean(), *class_clean()] or ["nothing to clean"]
+    from labsupport.kind.engine import stop_engine
+    return [*kernel_clean(), *kind_clean(), *class_clean(), *stop_engine()] or ["nothing to clean"]
 
 
 def class_clean() -> list[str]:

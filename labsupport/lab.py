@@ -37,7 +37,7 @@ class Lab:
     """
 
     def __init__(self, backend: str | None = None, *, seed: int = 0, proxy_mode: str | None = None,
-                 workers: int = 3, zones: tuple[str, ...] | None = None, max_endpoints_per_slice: int = 100,
+                 workers: int | None = None, zones: tuple[str, ...] | None = None, max_endpoints_per_slice: int = 100,
                  follow_wall_time: bool = False, record_events: bool = True, kubeconfig: str | None = None,
                  namespace: str | None = None, **options: Any):
         backend = backend or os.environ.get("LABSUPPORT_BACKEND", "sim")
@@ -60,11 +60,14 @@ class Lab:
                 from labsupport.sim.backend import EmbeddedBackend as embedded
             else:
                 from labsupport.netns.backend import NetnsBackend as embedded
-            self._backend = embedded(seed=seed, proxy_mode=proxy_mode, workers=workers, zones=zones,
+            self._backend = embedded(seed=seed, proxy_mode=proxy_mode, workers=3 if workers is None else workers,
+                                     zones=zones,
                                      max_endpoints_per_slice=max_endpoints_per_slice,
                                      record_events=record_events, **options)
         else:
             from labsupport.kind.backend import make_backend
+            if backend == "kind" and workers is not None:
+                options["workers"] = workers   # the size of a cluster it creates; an existing one is reused as is
             self._backend = make_backend(backend, proxy_mode=proxy_mode, kubeconfig=kubeconfig,
                                          namespace=namespace, **options)
         if follow_wall_time:

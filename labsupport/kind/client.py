@@ -690,13 +690,18 @@ class KubeBackend:
     def kubeconfig(self) -> str:
         """A kubeconfig for this cluster whose context points at the lab's namespace."""
         path = state_dir() / f"{self.name}-{self.context or 'cluster'}-{self.namespace}.kubeconfig"
-        if not path.exists():
+        source = self._kubeconfig_file()
+        # a cluster made again under the same name (kind: a new API server port) rewrites its source
+        if not path.exists() or (os.path.exists(source) and os.path.getmtime(source) > path.stat().st_mtime):
             self._write_kubeconfig(path)
         return str(path)
 
-    def _write_kubeconfig(self, path) -> None:
-        source = self._kubeconfig_source or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or \
+    def _kubeconfig_file(self) -> str:
+        return self._kubeconfig_source or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or \
             os.path.expanduser("~/.kube/config")
+
+    def _write_kubeconfig(self, path) -> None:
+        source = self._kubeconfig_file()
         if self.context == "in-cluster" or not os.path.exists(source):
             cfg = self.api.configuration
             token = (cfg.api_key or {}).get("authorization", "").removeprefix("Bearer ").strip()

@@ -21,6 +21,8 @@ from labsupport.errors import APIError, BackendUnavailable, BadRequest, NotFound
 from labsupport import tool_output
 from labsupport.kind import parse
 from labsupport.kind.client import KubeBackend
+from labsupport.kind.engine import cgroup_v1, ensure_network, lacks_sys_resource
+from labsupport.kind.images import NODE_IMAGE as LOCAL_NODE_IMAGE, local_node_image
 from labsupport.kind.config import (CLIENT_IMAGE, DEFAULT_CLUSTER, LESSON_IMAGES, NODE_IMAGE, NODE_PORTS, PREFIX,
                                     cluster_config, config_problems, config_yaml)
 from labsupport.kind.preflight import CLIENT_LABEL, delete_cluster, kubeconfig_file, list_clusters, problems, \
@@ -29,6 +31,7 @@ from labsupport.kind.progress import KIND_CREATE_STEPS, Progress, make_progress
 from labsupport.kind.runner import CommandResult, CommandRunner
 from labsupport.model.kinds import resolve
 
+EMBEDDED_NODE_PREFIX = "lab-"
 STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
 CREATE_WAIT = "180s"
 
@@ -60,6 +63,8 @@ class KindCluster:
         self.image = image
         self.node_ports = node_ports
         self.progress_kind = progress
+        self.cgroup_v1 = cgroup_v1()
+        self.restrict_oom_score_adj = lacks_sys_resource()
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -74,7 +79,17 @@ class KindCluster:
     def config(self) -> dict:
         """The kind Cluster config for this cluster."""
         return cluster_config(self.proxy_mode, name=self.name, workers=self.workers, image=self.image,
-                              node_ports=self.node_ports)
+                              node_ports=self.node_ports, cgroup_v1=self.cgroup_v1,
+                              restrict_oom_score_adj=self.restrict_oom_score_adj)
+
+    def choose_image(self) -> str | None:
+        """The node image: the one `make kind-images` built here when the default is asked for and it exists
+        (then on the lab's own `kind` network), else the one given."""
+        if self.image == NODE_IMAGE and local_node_image(self.runner):
+            self.image = LOCAL_NODE_IMAGE
+        if self.image == LOCAL_NODE_IMAGE:
+            ensure_network(self.runner)
+        return self.image
 
     def exists(self) -> bool:
         """Whether kind already has a cluster with this name."""
@@ -87,6 +102,7 @@ class KindCluster:
 
     def create(self) -> None:
         """`kind create cluster` from the generated config, its output streamed into a progress display."""
+        self.choose_image()
         config = self.config()
         wrong = config_problems(config)
         if wrong:
@@ -237,6 +253,9 @@ class KindBackend(KubeBackend):
                 raise BackendUnavailable(tr("kind cluster {name} has no nodes running", name=self.kind_cluster.name))
             return (workers or names)[0]
         node = node[5:] if node.startswith("node/") else node
+        alias = f"{self.kind_cluster.name}-{node[len(EMBEDDED_NODE_PREFIX):]}"
+        if names and node not in names and node.startswith(EMBEDDED_NODE_PREFIX) and alias in names:
+            return alias   # a lesson's "lab-worker" (the embedded cluster's name) is this cluster's "-worker"
         if names and node not in names:
             raise NotFound.of("nodes", node)
         return node

@@ -29,6 +29,9 @@ API_VERSION = "kind.x-k8s.io/v1alpha4"
 NODE_IMAGE = "kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5"
 KIND_RELEASE_FOR_IMAGE = (0, 33, 0)
 
+# containerd's CRI plugin: keep oom_score_adj at or above the parent's (no CAP_SYS_RESOURCE needed)
+OOM_PATCH = '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true\n'
+
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
 POD_SUBNET = ClusterConfig.pod_cidr
@@ -79,11 +82,14 @@ def zone_labels(zone: str) -> dict[str, str]:
 
 def cluster_config(proxy_mode: str = "iptables", *, name: str = DEFAULT_CLUSTER, workers: int = 3,
                    zones: tuple[str, ...] = ZONES, image: str | None = NODE_IMAGE,
-                   node_ports: tuple[int, ...] = NODE_PORTS, listen_address: str = "127.0.0.1") -> dict[str, Any]:
+                   node_ports: tuple[int, ...] = NODE_PORTS, listen_address: str = "127.0.0.1",
+                   cgroup_v1: bool = False, restrict_oom_score_adj: bool = False) -> dict[str, Any]:
     """The kind Cluster config: one control plane and `workers` workers spread over `zones`.
 
     The control plane sits in the first zone; worker i in zone i (mod the number of zones). Zones are set with
-    kubeadm patches (InitConfiguration for the first node, JoinConfiguration for the rest), as kubelet flags."""
+    kubeadm patches (InitConfiguration for the first node, JoinConfiguration for the rest), as kubelet flags.
+    cgroup_v1: the host runs cgroup v1, which kubelet 1.37 refuses unless told `failCgroupV1: false`;
+    restrict_oom_score_adj: root lacks CAP_SYS_RESOURCE, so the nodes' containerd must not lower oom_score_adj."""
     if proxy_mode not in PROXY_MODES:
         raise UnknownProxyMode(proxy_mode, PROXY_MODES)
     if workers < 0:
@@ -103,9 +109,15 @@ def cluster_config(proxy_mode: str = "iptables", *, name: str = DEFAULT_CLUSTER,
             node["image"] = image
         node["kubeadmConfigPatches"] = [node_labels_patch("JoinConfiguration", zone_labels(zones[i % len(zones)]))]
         nodes.append(node)
-    return {"kind": "Cluster", "apiVersion": API_VERSION, "name": name,
-            "networking": {"kubeProxyMode": proxy_mode, "podSubnet": POD_SUBNET, "serviceSubnet": SERVICE_SUBNET},
-            "nodes": nodes}
+    config: dict[str, Any] = {
+        "kind": "Cluster", "apiVersion": API_VERSION, "name": name,
+        "networking": {"kubeProxyMode": proxy_mode, "podSubnet": POD_SUBNET, "serviceSubnet": SERVICE_SUBNET},
+        "nodes": nodes}
+    if cgroup_v1:
+        config["kubeadmConfigPatches"] = [yaml.safe_dump({"kind": "KubeletConfiguration", "failCgroupV1": False})]
+    if restrict_oom_score_adj:
+        config["containerdConfigPatches"] = [OOM_PATCH]
+    return config
 
 
 def config_yaml(config: dict[str, Any]) -> str:

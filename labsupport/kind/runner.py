@@ -25,11 +25,19 @@ class CommandResult:
         return self.returncode == 0
 
 
+def program_path() -> str:
+    """PATH plus the folder of this Python, where the project installs its pinned kubectl and (make kind-images)
+    kind, so they are found without activating the environment; the user's own PATH comes first."""
+    here = os.path.dirname(sys.executable)
+    path = os.environ.get("PATH", "")
+    return path if here in path.split(os.pathsep) else os.pathsep.join(p for p in (path, here) if p)
+
+
 class CommandRunner:
     """Runs commands with subprocess; `stream` hands each output line to a callback as it comes."""
 
     def __init__(self, env: dict[str, str] | None = None):
-        self.env = env
+        self.env = env if env is not None else {**os.environ, "PATH": program_path()}
 
     def which(self, name: str) -> str | None:
         """The full path of a program on PATH, or None."""

@@ -28,3 +28,74 @@ def kube(server, tmp_path, monkeypatch):
     lab = Lab(backend="kube", kubeconfig=embedded_kubeconfig(server))
     yield lab
     lab.close()
+
+
+# --- the real kind tier: one cluster for the whole tier ------------------------------------------------------------
+import os  # noqa: E402
+
+from labsupport.testing import require  # noqa: E402
+
+KIND_MODE = os.environ.get("LABSUPPORT_KIND_MODE", "nftables")
+KIND_CLUSTER = os.environ.get("LABSUPPORT_KIND_CLUSTER", "labsupport-test")
+#: one control plane and one worker: the two-node cluster `make kind-images` is sized for
+KIND_WORKERS = int(os.environ.get("LABSUPPORT_KIND_WORKERS", "1"))
+
+
+def require_kind_tier(mode: str = KIND_MODE) -> None:
+    """Skip unless opted in (LABSUPPORT_KIND_TESTS=1); opted in, skip or, under CI, fail unless Docker, kind and
+    kubectl are here and a node image is at hand (the one `make kind-images` built, or a registry's)."""
+    if os.environ.get("LABSUPPORT_KIND_TESTS") != "1":
+        pytest.skip("the kind tier is opt-in: set LABSUPPORT_KIND_TESTS=1 (it needs a Docker engine and kind; "
+                    "`make kind-images` builds everything offline)")
+    from labsupport.kind import images, preflight
+    found = preflight.problems(mode)
+    if not found and not images.local_node_image() and not os.environ.get("LABSUPPORT_KIND_REGISTRY"):
+        found.append("the node image labsupport/kind-node (run `make kind-images`; or set LABSUPPORT_KIND_REGISTRY=1 "
+                     "where kind can pull kindest/node)")
+    require(found, "kind")
+
+
+def cluster_ready(lab: Lab) -> bool:
+    """Every node Ready and every kube-system pod Running and ready."""
+    nodes = lab.get("nodes")
+    pods = lab.get("pods", namespace="kube-system")
+    return (len(nodes) == 1 + KIND_WORKERS
+            and all(any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
+                    for n in nodes)
+            and bool(pods) and all(p["status"].get("phase") == "Running"
+                                   and all(s.get("ready") for s in p["status"].get("containerStatuses", []))
+                                   for p in pods))
+
+
+@pytest.fixture(scope="package")
+def kind_cluster():
+    """The tier's one real kind cluster (created or reused), deleted after the tier's last test (so it does not idle
+    through the other tiers) unless LABSUPPORT_KIND_KEEP=1.
+    Yields a Lab on it in namespace default; tests that leave objects behind use a namespace of their own."""
+    require_kind_tier()
+    lab = Lab(backend="kind", proxy_mode=KIND_MODE, name=KIND_CLUSTER, workers=KIND_WORKERS, progress="quiet")
+    try:
+        # kind's --wait covers the control plane only: wait for every node, its CNI and kube-proxy, and CoreDNS
+        lab.wait(cluster_ready, timeout=240)
+        yield lab
+    finally:
+        if os.environ.get("LABSUPPORT_KIND_KEEP") == "1":
+            lab.close()
+        else:
+            lab.backend.delete_cluster()
+
+
+@pytest.fixture
+def kind_ns(kind_cluster, request):
+    """A Lab on the tier's cluster in a fresh namespace of its own (deleted afterwards)."""
+    import re
+    import secrets
+    name = "t-" + re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-") + "-" + secrets.token_hex(3)
+    kind_cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    lab = Lab(backend="kind", proxy_mode=KIND_MODE, name=KIND_CLUSTER, workers=KIND_WORKERS, namespace=name,
+              load_images=False, preflight=False, progress="quiet")
+    try:
+        yield lab
+    finally:
+        lab.close()
+        kind_cluster.delete("namespaces", name, namespace=None)

@@ -165,8 +165,10 @@ def exercise_5(lab: Lab, timeout: float = 180) -> tuple[str, str]:
     node = lab.get("nodes", client["spec"]["nodeName"])
     node_ip = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
     url = f"http://{node_ip}:30081/clientip"
-    before = lab.curl(url, source="pod/client")
-    assert before.ok, before
+    replies: list = []
+    # a real kube-proxy programs a new NodePort within its sync period; the embedded one at once
+    lab.wait(lambda l: replies.append(l.curl(url, source="pod/client")) or replies[-1].ok, timeout=timeout)
+    before = replies[-1]
     assert before.client_ip != client["status"]["podIP"], before
     lab.apply(echo_service("Local"))
     assert lab.get("svc", "echo")["spec"]["externalTrafficPolicy"] == "Local"

@@ -13,7 +13,7 @@ from labsupport.errors import BackendUnavailable, BadRequest, NotFound
 from labsupport import tool_output
 from labsupport.kind import parse
 from labsupport.kind.cluster import KindCluster
-from labsupport.kind.config import LESSON_IMAGES, config_problems
+from labsupport.kind.config import LESSON_IMAGES, NODE_IMAGE, config_problems
 from labsupport.kind.progress import Progress, TerminalProgress
 from labsupport.kind.runner import RecordingRunner
 from tests.kind import lesson
@@ -49,10 +49,31 @@ def test_create_runs_kind_with_the_generated_config(state):
     assert cluster.ensure() is True
     assert runner.commands() == [
         "kind get clusters",
+        "docker image inspect --format {{.Id}} labsupport/kind-node:v1.37.2",
         f"kind create cluster --name labsupport --config {state}/kind-labsupport.yaml --kubeconfig "
         f"{state}/kind-labsupport.kubeconfig --wait 180s"]
     written = yaml.safe_load((state / "kind-labsupport.yaml").read_text())
     assert written["networking"]["kubeProxyMode"] == "nftables" and config_problems(written) == []
+    assert {n["image"] for n in written["nodes"]} == {NODE_IMAGE}, "no local node image: kind's own"
+
+
+def test_create_uses_the_node_image_built_here_on_the_labs_network(state):
+    runner = RecordingRunner()
+    runner.answer(["kind", "get", "clusters"], stdout="No kind clusters found.\n")
+    runner.answer(["docker", "image", "inspect", "--format", "{{.Id}}", "labsupport/kind-node:v1.37.2"],
+                  stdout="sha256:abc\n")
+    runner.answer(["docker", "network", "inspect"], returncode=1, stderr="Error: No such network: kind\n")
+    cluster = KindCluster("labsupport", "nftables", runner, workers=1, progress="quiet")
+    cluster.cgroup_v1 = cluster.restrict_oom_score_adj = True
+    assert cluster.ensure() is True
+    made = next(c for c in runner.commands() if c.startswith("docker network create"))
+    assert "--subnet 172.30.0.0/16" in made and made.endswith(" kind")
+    assert runner.commands()[-1].startswith("kind create cluster --name labsupport")
+    written = yaml.safe_load((state / "kind-labsupport.yaml").read_text())
+    assert {n["image"] for n in written["nodes"]} == {"labsupport/kind-node:v1.37.2"}
+    assert len(written["nodes"]) == 2 and config_problems(written) == []
+    assert "failCgroupV1: false" in written["kubeadmConfigPatches"][0]
+    assert "restrict_oom_score_adj = true" in written["containerdConfigPatches"][0]
 
 
 def test_reuse_writes_kinds_kubeconfig(state):
@@ -292,3 +313,15 @@ def test_reusing_a_cluster_in_another_mode_switches_kube_proxy(server, state):
         config = yaml.safe_load(lab.get("configmaps", "kube-proxy", namespace="kube-system")["data"]["config.conf"])
         assert config["mode"] == "nftables"
         assert not any(c.startswith("kind create") for c in runner.commands()), "reused, not created"
+
+
+def test_a_lessons_embedded_node_name_reaches_the_kind_node_of_that_role(kind_lab):
+    runner = kind_lab.runner
+    runner.answer_in_turn(["kind", "get", "nodes"], "labsupport-control-plane\nlabsupport-worker\n")
+    runner.answer(["docker", "exec", "labsupport-worker", "iptables-save"],
+                  stdout=(DATA / "iptables-save-c-kind-worker.txt").read_text())
+    assert "-A KUBE-SVC-LOLE4ISW44XBNF3G" in kind_lab.proxy_rules("node/lab-worker")
+    assert runner.commands()[-1] == "docker exec labsupport-worker iptables-save"
+    from labsupport.errors import NotFound
+    with pytest.raises(NotFound):
+        kind_lab.proxy_rules("node/lab-worker7")

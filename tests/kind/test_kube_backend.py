@@ -178,3 +178,18 @@ def test_kinds_the_lab_does_not_know_come_from_discovery(kube):
     with pytest.raises(Exception, match="doesn't have a resource type"):
         kube.backend._resolve("frobnicators")
     assert kube.backend._discovered(), "the embedded server serves discovery documents"
+
+
+def test_kubectls_kubeconfig_follows_a_cluster_made_again(server, tmp_path, monkeypatch):
+    import os
+    import time
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path / "state"))
+    source = tmp_path / "kind.kubeconfig"
+    source.write_text(open(embedded_kubeconfig(server)).read())
+    with Lab(backend="kube", kubeconfig=str(source)) as lab:
+        first = lab.backend.kubeconfig()
+        assert "127.0.0.1:9" not in open(first).read()
+        later = time.time() + 5
+        source.write_text(source.read_text().replace("server: ", "server: https://127.0.0.1:9 #", 1))
+        os.utime(source, (later, later))
+        assert "https://127.0.0.1:9" in open(lab.backend.kubeconfig()).read(), "the stale copy was kept"

@@ -1,0 +1,3 @@
+module labsupport.local/kind-images/programs
+
+go 1.26.0

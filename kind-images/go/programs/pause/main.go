@@ -1,0 +1,29 @@
+// Command pause holds a pod's namespaces open: it sleeps until SIGINT or SIGTERM and reaps orphaned children.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	children := make(chan os.Signal, 8)
+	signal.Notify(children, syscall.SIGCHLD)
+	for {
+		select {
+		case <-stop:
+			os.Exit(0)
+		case <-children:
+			for {
+				var status syscall.WaitStatus
+				pid, err := syscall.Wait4(-1, &status, syscall.WNOHANG, nil)
+				if pid <= 0 || err != nil {
+					break
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,3 @@
+# curl, for requests from outside the cluster (the client container on the kind network).
+FROM labsupport/debian:bookworm
+ENTRYPOINT ["curl"]
