@@ -21,11 +21,25 @@ def first_pod_ip(page) -> str:
     return page.locator(f"{PODS}.ready").first.locator("text").nth(1).text_content()
 
 
+def conntrack_on_screen(page) -> None:
+    """Lesson 02 §5 shows what its text says after Run All: the open connection's ESTABLISHED row, then the same
+    connection in TIME_WAIT once closed (conntrack keeps it for 120 s, as a real node does)."""
+    opened = page.locator(".jp-CodeCell", has_text='lab.connect("http://web"').first.locator(".jp-OutputArea")
+    closed = page.locator(".jp-CodeCell", has_text="conn.close()").first.locator(".jp-OutputArea")
+    opened.scroll_into_view_if_needed()
+    assert "ESTABLISHED" in opened.inner_text() and "DNAT" in opened.inner_text(), opened.inner_text()[:500]
+    closed.scroll_into_view_if_needed()
+    assert "TIME_WAIT" in closed.inner_text(), closed.inner_text()[:500]
+    closed.screenshot(path=str(ARTIFACTS / "browser-lesson-02-conntrack.png"))
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda n: n[:2])
 def test_after_run_all_the_picture_scales_deletes_and_sends(page, jupyterlab, lesson):
     open_notebook(page, jupyterlab, lesson)
     errors = run_all(page)
     assert not errors, f"{lesson}: cells failed: {errors}"
+    if lesson.startswith("02"):
+        conntrack_on_screen(page)
     live = page.locator(LIVE)
     assert live.count() == 1, f"{lesson}: {live.count()} live pictures after Run All (one is where you interact)"
     live.scroll_into_view_if_needed()
