@@ -7,9 +7,16 @@ tuning (the conntrack table's size is the host's, not a namespace's). Syncs are 
 never by sleeping. The log is needed because a sync takes its pending changes when it starts and stamps the time
 of writing when it ends: while one runs, the last write can postdate the last change, with nothing pending, though
 that change is not written yet. kube-proxy logs both ends of every sync at --v=2.
+
+The zone of its Node, which decides the endpoints of a Service with topology hints or a `trafficDistribution`,
+reaches kube-proxy apart from Services and EndpointSlices: from a Node informer of its own, whose handler is added
+after the others have started, so its first sync can be written without a zone and the zone taken after it (on a
+loaded machine), and a later label change comes on that watch alone. It is logged only at --v=4 (proxier.go), so
+that one file logs at 4: a wait for a zone lasts until kube-proxy has taken it and a sync begun after that has ended.
 """
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
@@ -22,6 +29,7 @@ import yaml
 
 from labsupport.netns.namespaces import KernelError, run_in
 from labsupport.errors import LabError
+from labsupport.proxy.topology import ZONE_LABEL
 from labsupport.upstream.binaries import BUILD_HINT, binary
 from labsupport.upstream.process import NamespacedProcess
 
@@ -33,6 +41,9 @@ POLL = 0.1
 # The first and the last line a sync logs (iptables and nftables proxiers, at --v=2).
 SYNC_STARTED = re.compile(r'"Syncing (?:iptables|nftables) rules"')
 SYNC_ENDED = re.compile(r'"SyncProxyRules complete"')
+IPV4 = 'ipFamily="IPv4"'
+# The topology labels a proxier takes from its Node (proxier.go, at --v=4), as a JSON object.
+TOPOLOGY_TAKEN = re.compile(r'"Updated proxier node topology labels".*? labels=(\{.*?\})')
 
 # What a clean run's log must not contain: every way client-go reports that a list or watch went wrong.
 LOG_PROBLEMS = re.compile(
@@ -40,6 +51,22 @@ LOG_PROBLEMS = re.compile(
     r"fail)|the server could not find the requested resource|could not find the requested resource|"
     r"no kind is registered|unknown \(get |is forbidden|Unauthorized|http2: |unexpected EOF|"
     r"Failed to (?:get|update|create|patch)|Error syncing|an error on the server", re.IGNORECASE)
+
+
+class ZoneStage(enum.Enum):
+    """How far kube-proxy's rules are from the zone it last took from its Node."""
+    TAKEN = "taken"          # no sync has begun since
+    SYNCING = "syncing"      # a sync begun after it runs
+    WRITTEN = "written"      # a sync begun after it has ended
+
+
+def topology_zone(labels: str) -> str:
+    """The zone in the topology labels kube-proxy logs (a JSON object; "" when it has none or is unreadable)."""
+    try:
+        found = json.loads(labels)
+    except ValueError:
+        return ""
+    return found.get(ZONE_LABEL, "") if isinstance(found, dict) else ""
 
 
 class UpstreamError(LabError):
@@ -98,12 +125,15 @@ class UpstreamKubeProxy:
         self.dir: str | None = None
         self.process: NamespacedProcess | None = None
         self._log_lock = threading.Lock()
-        self._log_read = 0            # how much of the log syncs_running() has counted
+        self._log_read = 0            # how much of the log _read_log() has taken in
         self._syncs = [0, 0]          # syncs started, ended
+        self._zone = ""               # the IPv4 proxier's zone ("" until it takes one)
+        self._zone_stage = ZoneStage.WRITTEN  # how far the rules are from taking that zone in
 
     # --- lifecycle -----------------------------------------------------------------------------------------
-    def start(self, timeout: float = START_TIMEOUT) -> "UpstreamKubeProxy":
-        """Start kube-proxy and return once it has written its first complete rule set."""
+    def start(self, timeout: float = START_TIMEOUT, *, zone: str | None = None) -> "UpstreamKubeProxy":
+        """Start kube-proxy and return once it has written its first complete rule set (with `zone`, the zone label
+        of its Node, taken in: see wait_synced)."""
         path = binary("kube-proxy")
         if path is None:
             raise UpstreamError(f"the real kube-proxy is not built: {BUILD_HINT}")
@@ -112,11 +142,12 @@ class UpstreamKubeProxy:
         with open(config_path, "w") as fh:
             json.dump(configuration(self.config_map, self.node, self.mode, self.kubeconfig), fh, indent=1)
         with self._log_lock:
-            self._log_read, self._syncs = 0, [0, 0]     # a new log
-        self.process = NamespacedProcess(self.ns, [path, f"--config={config_path}", f"--hostname-override={self.node}",
-                                                   f"--v={self.verbosity}"], os.path.join(self.dir, "kube-proxy.log"))
+            self._log_read, self._syncs, self._zone, self._zone_stage = 0, [0, 0], "", ZoneStage.WRITTEN  # a new log
+        argv = [path, f"--config={config_path}", f"--hostname-override={self.node}", f"--v={self.verbosity}",
+                f"--vmodule=proxier={max(4, self.verbosity)}"]
+        self.process = NamespacedProcess(self.ns, argv, os.path.join(self.dir, "kube-proxy.log"))
         try:
-            self.wait_synced(since=0.0, timeout=timeout)
+            self.wait_synced(since=0.0, timeout=timeout, zone=zone)
         except BaseException:
             self.stop()
             raise
@@ -177,22 +208,41 @@ class UpstreamKubeProxy:
                 m.get("kubeproxy_sync_proxy_rules_service_changes_pending", 0.0)
                 + m.get("kubeproxy_sync_proxy_rules_endpoint_changes_pending", 0.0))
 
-    def syncs_running(self) -> int:
-        """How many syncs have started and not ended (0 or 1), from kube-proxy's log (read on from where it was)."""
+    def _read_log(self) -> None:
+        """Take in the log lines written since the last call (call with _log_lock held)."""
         if self.process is None or not self.dir:
-            return 0
+            return
+        with open(self.process.log_path, "rb") as fh:
+            fh.seek(self._log_read)
+            text = fh.read()
+        whole = text[:text.rfind(b"\n") + 1]       # a line still being written is counted next time
+        self._log_read += len(whole)
+        for line in whole.decode(errors="replace").splitlines():
+            if SYNC_STARTED.search(line):
+                self._syncs[0] += 1
+                if IPV4 in line and self._zone_stage is ZoneStage.TAKEN:
+                    self._zone_stage = ZoneStage.SYNCING
+            elif SYNC_ENDED.search(line):
+                self._syncs[1] += 1
+                if IPV4 in line and self._zone_stage is ZoneStage.SYNCING:
+                    self._zone_stage = ZoneStage.WRITTEN
+            elif IPV4 in line and (taken := TOPOLOGY_TAKEN.search(line)):
+                self._zone = topology_zone(taken.group(1))
+                self._zone_stage = ZoneStage.TAKEN
+
+    def syncs_running(self) -> int:
+        """How many syncs have started and not ended, from kube-proxy's log (read on from where it was)."""
         with self._log_lock:
-            with open(self.process.log_path, "rb") as fh:
-                fh.seek(self._log_read)
-                text = fh.read()
-            whole = text[:text.rfind(b"\n") + 1]       # a line still being written is counted next time
-            self._log_read += len(whole)
-            for line in whole.decode(errors="replace").splitlines():
-                if SYNC_STARTED.search(line):
-                    self._syncs[0] += 1
-                elif SYNC_ENDED.search(line):
-                    self._syncs[1] += 1
+            self._read_log()
             return self._syncs[0] - self._syncs[1]
+
+    def zone_written(self) -> tuple[str, bool]:
+        """The zone kube-proxy last took from its Node ("" before any), and whether a sync that began after it
+        took it has ended (a proxier sets the zone under its lock and logs it after, and logs a sync's start under
+        that lock: a sync whose start follows the zone's line in the log uses that zone)."""
+        with self._log_lock:
+            self._read_log()
+            return self._zone, self._zone_stage is ZoneStage.WRITTEN
 
     def changes_received(self) -> float:
         """How many Service and EndpointSlice events kube-proxy's informers have handed its proxiers so far
@@ -201,9 +251,11 @@ class UpstreamKubeProxy:
         return (m.get("kubeproxy_sync_proxy_rules_service_changes_total", 0.0)
                 + m.get("kubeproxy_sync_proxy_rules_endpoint_changes_total", 0.0))
 
-    def wait_synced(self, since: float | None = None, timeout: float = SYNC_TIMEOUT) -> float:
+    def wait_synced(self, since: float | None = None, timeout: float = SYNC_TIMEOUT, *,
+                    zone: str | None = None) -> float:
         """Wait until kube-proxy has seen a change made at or after `since` (Unix seconds; default now; 0: any)
-        and written rules after it, with nothing pending; returns the time of that write."""
+        and written rules after it, with nothing pending, and (given `zone`, its Node's zone label now, "" for
+        none) has taken that zone and written rules with it; returns the time of that write."""
         since = time.time() if since is None else since
         deadline = time.monotonic() + timeout
         while True:
@@ -211,11 +263,16 @@ class UpstreamKubeProxy:
                 raise UpstreamError(f"kube-proxy in {self.ns} exited ({self.process.returncode}); its log ends:\n"
                                     + "\n".join(self.log().splitlines()[-30:]))
             queued, written, pending = self.sync_state()
-            if written and written >= queued and queued >= since and not pending and not self.syncs_running():
+            taken, zone_written = self.zone_written()
+            zoned = zone is None or (taken == zone and zone_written)
+            if written and written >= queued and queued >= since and not pending and not self.syncs_running() \
+                    and zoned:
                 return written
             if time.monotonic() > deadline:
                 raise UpstreamError(f"kube-proxy in {self.ns} did not sync within {timeout:g} s (queued {queued}, "
-                                    f"written {written}, pending {pending:g}); its log ends:\n"
+                                    f"written {written}, pending {pending:g}, zone {taken!r} "
+                                    f"{'written' if zone_written else 'not written yet'}, wanted {zone!r}); "
+                                    f"its log ends:\n"
                                     + "\n".join(self.log().splitlines()[-30:]))
             time.sleep(POLL)
 

@@ -10,10 +10,12 @@ from typing import Any
 from labsupport.netns import namespaces as kernel_ns
 from labsupport.proxy import render
 from labsupport.proxy.iptables import render_iptables
+from labsupport.proxy.topology import ZONE_LABEL
 from labsupport.upstream.compare import canonical_iptables, canonical_nft
 from labsupport.upstream.forwarder import LoopbackForwarder
 from labsupport.upstream.nfacct import create_counters
-from labsupport.upstream.kube_proxy import START_TIMEOUT, UpstreamKubeProxy, configuration, ensure_service_cidr
+from labsupport.upstream.kube_proxy import (START_TIMEOUT, SYNC_TIMEOUT, UpstreamKubeProxy, configuration,
+                                            ensure_service_cidr)
 
 
 def service_cidrs(cluster: Any) -> tuple[str, ...]:
@@ -53,7 +55,7 @@ class KubeProxyNode:
             ensure_service_cidr(self.cluster)
             self.forwarder = LoopbackForwarder(self.ns, self.api.port).start()
             self.kube_proxy = UpstreamKubeProxy(self.ns, self.node, self.config_map(), self.api.kubeconfig_path,
-                                                mode=self.mode).start(self.start_timeout)
+                                                mode=self.mode).start(self.start_timeout, zone=self.zone())
         except BaseException:
             self.close()
             raise
@@ -84,6 +86,12 @@ class KubeProxyNode:
         with self.cluster.lock:
             return self.cluster.get("ConfigMap", "kube-system", "kube-proxy")
 
+    def zone(self) -> str:
+        """The zone label of this node's Node as the API server has it now ("" without one)."""
+        with self.cluster.lock:
+            node = self.cluster.store.find("Node", None, self.node)
+        return ((node or {}).get("metadata", {}).get("labels") or {}).get(ZONE_LABEL, "")
+
     # --- the two sides ---------------------------------------------------------------------------------------
     def actual(self) -> str:
         """What the real kube-proxy wrote, as comparable text."""
@@ -110,9 +118,10 @@ class KubeProxyNode:
             return canonical_iptables(load_and_save_iptables(text))
         return canonical_nft(load_and_list_nft(text))
 
-    def sync(self, since: float | None = None) -> float:
-        """Wait for kube-proxy to write rules for every change made since `since` (Unix seconds)."""
-        return self.kube_proxy.wait_synced(since)
+    def sync(self, since: float | None = None, timeout: float = SYNC_TIMEOUT) -> float:
+        """Wait for kube-proxy to write rules for every change made since `since` (Unix seconds), with the zone its
+        Node has now: the render reads that Node too."""
+        return self.kube_proxy.wait_synced(since, timeout, zone=self.zone())
 
 
 def load_and_save_iptables(dump: str) -> str:

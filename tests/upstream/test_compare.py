@@ -100,3 +100,45 @@ def test_a_sync_that_started_and_did_not_end_is_running(tmp_path):
     assert kube_proxy.syncs_running() == 0
     with pytest.raises(UpstreamError, match="--v=2"):
         UpstreamKubeProxy("ns", "node", {}, "kubeconfig", verbosity=1)
+
+
+def test_a_zone_taken_after_the_last_sync_is_not_written_yet(tmp_path, monkeypatch):
+    # kube-proxy takes its Node's zone from an informer of its own; on a loaded machine its first sync can end before
+    # it takes the zone: the metrics then say synced (written after queued, nothing pending) without the zone.
+    from types import SimpleNamespace
+    from labsupport.upstream.kube_proxy import UpstreamKubeProxy
+    log = tmp_path / "kube-proxy.log"
+    kube_proxy = UpstreamKubeProxy("ns", "node", {}, "kubeconfig", mode="nftables")
+    kube_proxy.dir = str(tmp_path)
+    kube_proxy.process = SimpleNamespace(log_path=str(log), poll=lambda: None, log=lambda: log.read_text())
+    monkeypatch.setattr(kube_proxy, "sync_state", lambda: (1.0, 2.0, 0.0))
+
+    def started(family: str = "IPv4") -> str:
+        return f'I1205 21:29:13.902658 9153 proxier.go:1206] "Syncing nftables rules" ipFamily="{family}"\n'
+
+    def ended(family: str = "IPv4") -> str:
+        return f'I1205 21:29:13.954978 9153 proxier.go:1200] "SyncProxyRules complete" ipFamily="{family}"\n'
+
+    def zone(family: str = "IPv4", labels: str = '{"topology.kubernetes.io/zone":"ru-central1-a"}') -> str:
+        return (f'I1205 21:29:13.803247 9153 proxier.go:909] "Updated proxier node topology labels" '
+                f'ipFamily="{family}" labels={labels}\n')
+
+    def append(text: str) -> None:
+        with log.open("a") as fh:
+            fh.write(text)
+
+    append(started() + ended() + started("IPv6") + ended("IPv6"))
+    assert kube_proxy.wait_synced(0.0, timeout=1) == 2.0
+    assert kube_proxy.wait_synced(0.0, timeout=1, zone="") == 2.0          # a Node without a zone: nothing to take
+    with pytest.raises(UpstreamError, match="zone '' written, wanted 'ru-central1-a'"):
+        kube_proxy.wait_synced(0.0, timeout=0.3, zone="ru-central1-a")
+    append(zone("IPv6") + zone())
+    assert kube_proxy.zone_written() == ("ru-central1-a", False)
+    append(started("IPv6") + ended("IPv6") + started())
+    assert kube_proxy.zone_written() == ("ru-central1-a", False)          # the IPv4 sync after it still runs
+    with pytest.raises(UpstreamError, match="not written yet"):
+        kube_proxy.wait_synced(0.0, timeout=0.3, zone="ru-central1-a")
+    append(ended())
+    assert kube_proxy.wait_synced(0.0, timeout=1, zone="ru-central1-a") == 2.0
+    append(zone(labels="{}") + started() + ended())                       # the label taken away again
+    assert kube_proxy.zone_written() == ("", True)

@@ -2,6 +2,7 @@
 still equal labsupport's render."""
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -80,5 +81,83 @@ def test_changes_resync(kube_proxy_node, mode):
             svc["spec"]["externalTrafficPolicy"] = "Local"
             lab.apply(svc)
         changed(lab, kp, local_policy, lambda l: l.get("svc", "web")["spec"]["externalTrafficPolicy"] == "Local")
+    finally:
+        lab.close()
+
+
+ZONED = """
+apiVersion: v1
+kind: Service
+metadata: {name: zoned}
+spec:
+  ports: [{port: 80, targetPort: 8080}]
+  trafficDistribution: PreferSameZone
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: zoned-1
+  labels: {kubernetes.io/service-name: zoned, endpointslice.kubernetes.io/managed-by: test.labsupport.dev}
+addressType: IPv4
+ports: [{port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.1.10], nodeName: lab-worker, zone: ru-central1-a, hints: {forZones: [{name: ru-central1-a}]}}
+- {addresses: [10.244.2.10], nodeName: lab-worker2, zone: ru-central1-b, hints: {forZones: [{name: ru-central1-b}]}}
+- {addresses: [10.244.3.10], nodeName: lab-worker3, zone: ru-central1-d, hints: {forZones: [{name: ru-central1-d}]}}
+"""
+#: How long the Node's watch events are held back from kube-proxy (unless its rules are read first).
+HOLD = 3.0
+
+
+def set_zone(lab, node: str, zone: str | None) -> None:
+    """Give a Node a zone label, or take it away (None)."""
+    with lab.cluster.lock:
+        obj = lab.cluster.get("Node", None, node)
+        labels = obj["metadata"].setdefault("labels", {})
+        labels.pop("topology.kubernetes.io/zone", None)
+        if zone is not None:
+            labels["topology.kubernetes.io/zone"] = zone
+        lab.cluster.replace(obj)
+
+
+@pytest.mark.parametrize("mode", ["iptables", "nftables"])
+def test_a_zone_kube_proxy_learns_late_is_awaited(kube_proxy_node, mode, monkeypatch):
+    # kube-proxy takes its Node's zone from an informer of its own, apart from Services and EndpointSlices: its
+    # first sync can come before it (a loaded machine), and a later label change arrives on a watch of its own.
+    # Here that watch is slowed: the Node's changes reach kube-proxy only after its rules were read (or HOLD).
+    from labsupport.apiserver.watch import Watching
+    lab = Lab(backend="sim", seed=0, proxy_mode=mode)
+    try:
+        lab.apply(ZONED)
+        set_zone(lab, "lab-worker", None)
+        kp = kube_proxy_node(lab, "lab-worker", mode)
+        assert_same_rules(kp, "a node without a zone: every endpoint")
+        without_zone = kp.expected()
+
+        released = threading.Event()
+        send_event = Watching._send_event
+
+        def slowed(handler, kind, obj):
+            if kind == "MODIFIED" and obj.get("kind") == "Node":
+                released.wait(30)
+            send_event(handler, kind, obj)
+        monkeypatch.setattr(Watching, "_send_event", slowed)
+        read_rules = kp.kube_proxy.rules
+
+        def rules_then_release():
+            try:
+                return read_rules()
+            finally:
+                released.set()
+        monkeypatch.setattr(kp.kube_proxy, "rules", rules_then_release)
+        timer = threading.Timer(HOLD, released.set)
+        timer.start()
+        try:
+            set_zone(lab, "lab-worker", "ru-central1-a")
+            assert kp.expected() != without_zone, "the zone changes nothing labsupport renders: the test tests nothing"
+            assert_same_rules(kp, "the node's zone, which kube-proxy learns late")
+        finally:
+            timer.cancel()
+            released.set()
     finally:
         lab.close()
