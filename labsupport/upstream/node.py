@@ -55,7 +55,8 @@ class KubeProxyNode:
             ensure_service_cidr(self.cluster)
             self.forwarder = LoopbackForwarder(self.ns, self.api.port).start()
             self.kube_proxy = UpstreamKubeProxy(self.ns, self.node, self.config_map(), self.api.kubeconfig_path,
-                                                mode=self.mode).start(self.start_timeout, zone=self.zone())
+                                                mode=self.mode)
+            self.kube_proxy.start(self.start_timeout, zone=self.zone())
         except BaseException:
             self.close()
             raise

@@ -1,6 +1,8 @@
 """The comparison itself (pure: runs without Go or root): what it ignores and what it must not."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from labsupport.upstream.compare import canonical_iptables, canonical_nft, first_differences
@@ -102,9 +104,30 @@ def test_a_sync_that_started_and_did_not_end_is_running(tmp_path):
         UpstreamKubeProxy("ns", "node", {}, "kubeconfig", verbosity=1)
 
 
+
+def sync_started(family: str = "IPv4") -> str:
+    """The line kube-proxy logs when a sync begins."""
+    return f'I1205 21:29:13.902658 9153 proxier.go:1206] "Syncing nftables rules" ipFamily="{family}"\n'
+
+
+def sync_ended(family: str = "IPv4") -> str:
+    """The line kube-proxy logs when a sync ends."""
+    return f'I1205 21:29:13.954978 9153 proxier.go:1200] "SyncProxyRules complete" ipFamily="{family}"\n'
+
+
+def zone_taken(family: str = "IPv4", labels: str = '{"topology.kubernetes.io/zone":"ru-central1-a"}') -> str:
+    """The line a proxier logs (at --v=4) when it takes its Node's topology labels."""
+    return (f'I1205 21:29:13.803247 9153 proxier.go:909] "Updated proxier node topology labels" '
+            f'ipFamily="{family}" labels={labels}\n')
+
+
+NO_ZONE = ('I1205 21:52:53.846432 3564 topology.go:209] "Ignoring same-zone topology hints for service since node is '
+           'missing label" service="10.101.212.1:82/TCP" label="topology.kubernetes.io/zone"\n')
+
+
 def test_a_zone_taken_after_the_last_sync_is_not_written_yet(tmp_path, monkeypatch):
-    # kube-proxy takes its Node's zone from an informer of its own; on a loaded machine its first sync can end before
-    # it takes the zone: the metrics then say synced (written after queued, nothing pending) without the zone.
+    # kube-proxy takes its Node's zone from an informer of its own; its first sync can end before it takes the zone:
+    # the metrics then say synced (written after queued, nothing pending) without the zone.
     from types import SimpleNamespace
     from labsupport.upstream.kube_proxy import UpstreamKubeProxy
     log = tmp_path / "kube-proxy.log"
@@ -113,32 +136,84 @@ def test_a_zone_taken_after_the_last_sync_is_not_written_yet(tmp_path, monkeypat
     kube_proxy.process = SimpleNamespace(log_path=str(log), poll=lambda: None, log=lambda: log.read_text())
     monkeypatch.setattr(kube_proxy, "sync_state", lambda: (1.0, 2.0, 0.0))
 
-    def started(family: str = "IPv4") -> str:
-        return f'I1205 21:29:13.902658 9153 proxier.go:1206] "Syncing nftables rules" ipFamily="{family}"\n'
-
-    def ended(family: str = "IPv4") -> str:
-        return f'I1205 21:29:13.954978 9153 proxier.go:1200] "SyncProxyRules complete" ipFamily="{family}"\n'
-
-    def zone(family: str = "IPv4", labels: str = '{"topology.kubernetes.io/zone":"ru-central1-a"}') -> str:
-        return (f'I1205 21:29:13.803247 9153 proxier.go:909] "Updated proxier node topology labels" '
-                f'ipFamily="{family}" labels={labels}\n')
-
     def append(text: str) -> None:
         with log.open("a") as fh:
             fh.write(text)
 
-    append(started() + ended() + started("IPv6") + ended("IPv6"))
+    append(sync_started() + sync_ended() + sync_started("IPv6") + sync_ended("IPv6"))
     assert kube_proxy.wait_synced(0.0, timeout=1) == 2.0
     assert kube_proxy.wait_synced(0.0, timeout=1, zone="") == 2.0          # a Node without a zone: nothing to take
     with pytest.raises(UpstreamError, match="zone '' written, wanted 'ru-central1-a'"):
         kube_proxy.wait_synced(0.0, timeout=0.3, zone="ru-central1-a")
-    append(zone("IPv6") + zone())
+    append(zone_taken("IPv6") + zone_taken())
     assert kube_proxy.zone_written() == ("ru-central1-a", False)
-    append(started("IPv6") + ended("IPv6") + started())
+    append(sync_started("IPv6") + sync_ended("IPv6") + sync_started())
     assert kube_proxy.zone_written() == ("ru-central1-a", False)          # the IPv4 sync after it still runs
     with pytest.raises(UpstreamError, match="not written yet"):
         kube_proxy.wait_synced(0.0, timeout=0.3, zone="ru-central1-a")
-    append(ended())
+    append(sync_ended())
     assert kube_proxy.wait_synced(0.0, timeout=1, zone="ru-central1-a") == 2.0
-    append(zone(labels="{}") + started() + ended())                       # the label taken away again
+    append(zone_taken(labels="{}") + sync_started() + sync_ended())      # the label taken away again
     assert kube_proxy.zone_written() == ("", True)
+
+
+def test_a_start_that_lost_its_nodes_zone_is_made_again(tmp_path, monkeypatch):
+    # v1.37 adds the proxier's topology handler to a Node informer already running, which replays the Node on a
+    # goroutine of its own: handled before the proxier is registered, the zone is lost to that process for good.
+    import labsupport.upstream.kube_proxy as module
+    from labsupport.upstream.kube_proxy import UpstreamKubeProxy
+    lost = sync_started() + NO_ZONE + sync_ended()
+    logs = [lost, zone_taken() + sync_started() + sync_ended()]
+    launched: list[list[str]] = []
+
+    class Program:
+        """kube-proxy as far as start() sees it: a log written at once."""
+        returncode = None
+
+        def __init__(self, ns: str, argv: list[str], log_path: str):
+            self.log_path = log_path
+            launched.append(argv)
+            with open(log_path, "w") as fh:
+                fh.write(logs[len(launched) - 1])
+
+        def poll(self) -> None:
+            return None
+
+        def log(self) -> str:
+            with open(self.log_path) as fh:
+                return fh.read()
+
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(module, "NamespacedProcess", Program)
+    monkeypatch.setattr(module, "binary", lambda name: f"/upstream/{name}")
+    monkeypatch.setattr(module, "ZONE_GRACE", 0.3)
+    monkeypatch.setattr(UpstreamKubeProxy, "sync_state", lambda self: (1.0, 2.0, 0.0))
+    config_map = {"data": {"config.conf": "mode: nftables\n"}}
+    kube_proxy = UpstreamKubeProxy("ns", "lab-worker", config_map, "kubeconfig", mode="nftables")
+    try:
+        kube_proxy.start(timeout=5, zone="ru-central1-a")
+        assert len(launched) == 2 and "--vmodule=proxier=4" in launched[0]
+        assert kube_proxy.zone_written() == ("ru-central1-a", True)
+        assert len(kube_proxy.restarts) == 1 and "'ru-central1-a'" in kube_proxy.restarts[0]
+        with open(os.path.join(kube_proxy.dir, "kube-proxy.lost-zone-1.log")) as fh:
+            assert "node is missing label" in fh.read()
+    finally:
+        kube_proxy.remove()
+
+    logs[:], launched[:] = [lost] * 3, []
+    kube_proxy = UpstreamKubeProxy("ns", "lab-worker", config_map, "kubeconfig", mode="nftables")
+    try:
+        with pytest.raises(UpstreamError, match="did not take its Node's zone 'ru-central1-a' in 3 starts"):
+            kube_proxy.start(timeout=5, zone="ru-central1-a")
+        assert len(launched) == 3
+    finally:
+        kube_proxy.remove()
+    logs[:], launched[:] = [lost], []
+    kube_proxy = UpstreamKubeProxy("ns", "lab-worker", config_map, "kubeconfig", mode="nftables")
+    try:
+        kube_proxy.start(timeout=5, zone="")                               # a Node without a zone loses nothing
+        assert len(launched) == 1 and not kube_proxy.restarts
+    finally:
+        kube_proxy.remove()
