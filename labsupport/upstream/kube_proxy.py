@@ -15,8 +15,8 @@ goroutine of its own. Usually the proxier takes the zone before its first sync; 
 the wait goes on until a sync begun after it has ended), and now and then (about one start in a few hundred on a
 loaded machine) the replay is handled before the proxier is registered as the handler's receiver, so the proxier
 never hears of the zone and writes every endpoint of a same-zone Service for good (its log says "Ignoring
-same-zone topology hints … since node is missing label"); such a start is stopped and made again. A later label
-change comes on that watch alone. The zone taken is logged only at --v=4 (proxier.go), so that one file logs at 4.
+same-zone topology hints … since node is missing label"); such a start is stopped and reported (ZoneLost).
+A later label change comes on that watch alone. The zone taken is logged only at --v=4 (proxier.go), so that one file logs at 4.
 """
 from __future__ import annotations
 
@@ -44,8 +44,6 @@ SYNC_TIMEOUT = 60.0
 #: How long kube-proxy has, once synced, to take its Node's zone before its start counts as one that lost it. Only
 #: that decision rests on it: nothing is compared before kube-proxy has the zone.
 ZONE_GRACE = 2.0
-#: How many starts that lose the zone make an error.
-START_ATTEMPTS = 3
 POLL = 0.1
 # The first and the last line a sync logs (iptables and nftables proxiers, at --v=2).
 SYNC_STARTED = re.compile(r'"Syncing (?:iptables|nftables) rules"')
@@ -80,6 +78,10 @@ def topology_zone(labels: str) -> str:
 
 class UpstreamError(LabError):
     """The real kube-proxy or CoreDNS could not be started or did not do what was asked in time."""
+
+
+class ZoneLost(UpstreamError):
+    """kube-proxy started without taking its Node's zone, and will not take it while that zone stays."""
 
 
 def configuration(config_map: dict, node: str, mode: str, kubeconfig: str) -> dict:
@@ -138,13 +140,12 @@ class UpstreamKubeProxy:
         self._syncs = [0, 0]          # syncs started, ended
         self._zone = ""               # the IPv4 proxier's zone ("" until it takes one)
         self._zone_stage = ZoneStage.WRITTEN  # how far the rules are from taking that zone in
-        self.restarts: list[str] = []  # why a start was made again
 
     # --- lifecycle -----------------------------------------------------------------------------------------
     def start(self, timeout: float = START_TIMEOUT, *, zone: str | None = None) -> "UpstreamKubeProxy":
         """Start kube-proxy and return once it has written its first complete rule set; given `zone` (its Node's
-        zone label now, "" for none), once it has also taken that zone and written rules with it. A start that
-        lost the zone is stopped and made again (its log kept beside, its reason in `restarts`)."""
+        zone label now, "" for none), once it has also taken that zone and written rules with it (ZoneLost when it
+        lost it: see _takes_zone)."""
         path = binary("kube-proxy")
         if path is None:
             raise UpstreamError(f"the real kube-proxy is not built: {BUILD_HINT}")
@@ -154,26 +155,20 @@ class UpstreamKubeProxy:
             json.dump(configuration(self.config_map, self.node, self.mode, self.kubeconfig), fh, indent=1)
         argv = [path, f"--config={config_path}", f"--hostname-override={self.node}", f"--v={self.verbosity}",
                 f"--vmodule=proxier={max(4, self.verbosity)}"]
-        log_path = os.path.join(self.dir, "kube-proxy.log")
-        for attempt in range(1, START_ATTEMPTS + 1):
-            with self._log_lock:
-                self._log_read, self._syncs, self._zone, self._zone_stage = 0, [0, 0], "", ZoneStage.WRITTEN
-            self.process = NamespacedProcess(self.ns, argv, log_path)
-            try:
-                self.wait_synced(since=0.0, timeout=timeout)
-                if zone is None or self._takes_zone(zone, ZONE_GRACE):
-                    self.wait_synced(since=0.0, timeout=timeout, zone=zone)
-                    return self
-            except BaseException:
-                self.stop()
-                raise
+        with self._log_lock:
+            self._log_read, self._syncs, self._zone, self._zone_stage = 0, [0, 0], "", ZoneStage.WRITTEN  # a new log
+        self.process = NamespacedProcess(self.ns, argv, os.path.join(self.dir, "kube-proxy.log"))
+        try:
+            self.wait_synced(since=0.0, timeout=timeout)
+            if zone is not None and not self._takes_zone(zone, ZONE_GRACE):
+                raise ZoneLost(f"kube-proxy in {self.ns} wrote its rules without its Node's zone {zone!r} and did not "
+                               f"take it within {ZONE_GRACE:g} s of its first sync; its log ends:\n"
+                               + "\n".join(self.log().splitlines()[-30:]))
+            self.wait_synced(since=0.0, timeout=timeout, zone=zone)
+        except BaseException:
             self.stop()
-            lost = f"{log_path[:-len('.log')]}.lost-zone-{attempt}.log"
-            os.replace(log_path, lost)
-            self.restarts.append(f"start {attempt} wrote its rules without its Node's zone {zone!r} and did not take "
-                                 f"it within {ZONE_GRACE:g} s (its log: {lost})")
-        raise UpstreamError(f"kube-proxy in {self.ns} did not take its Node's zone {zone!r} in {START_ATTEMPTS} "
-                            f"starts:\n" + "\n".join(self.restarts))
+            raise
+        return self
 
     def _takes_zone(self, zone: str, grace: float) -> bool:
         """Whether kube-proxy, synced once, takes `zone` from its Node within `grace` seconds (v1.37 adds the

@@ -14,8 +14,11 @@ from labsupport.proxy.topology import ZONE_LABEL
 from labsupport.upstream.compare import canonical_iptables, canonical_nft
 from labsupport.upstream.forwarder import LoopbackForwarder
 from labsupport.upstream.nfacct import create_counters
-from labsupport.upstream.kube_proxy import (START_TIMEOUT, SYNC_TIMEOUT, UpstreamKubeProxy, configuration,
+from labsupport.upstream.kube_proxy import (START_TIMEOUT, SYNC_TIMEOUT, UpstreamKubeProxy, ZoneLost, configuration,
                                             ensure_service_cidr)
+
+#: How many starts that lose the Node's zone (ZoneLost) make an error, in a namespace made here.
+START_ATTEMPTS = 3
 
 
 def service_cidrs(cluster: Any) -> tuple[str, ...]:
@@ -42,10 +45,22 @@ class KubeProxyNode:
         self._run: str | None = None
         self.forwarder: LoopbackForwarder | None = None
         self.kube_proxy: UpstreamKubeProxy | None = None
+        self.restarts: list[str] = []     # why a start was made again
 
     def start(self) -> "KubeProxyNode":
         """Make the namespace (if ours), relay the API server into it and start kube-proxy; returns after its
-        first sync."""
+        first sync with its Node's zone. A kube-proxy that lost the zone at start keeps none of it in a namespace
+        made here: it is started again in a new one (an in-place restart would find the old rules, which nftables
+        mode deletes only a sync or more later); in a given namespace it is an error."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                return self._start()
+            except ZoneLost as lost:
+                if not self._own_ns or attempt == START_ATTEMPTS:
+                    raise
+                self.restarts.append(str(lost))
+
+    def _start(self) -> "KubeProxyNode":
         try:
             if self._own_ns:
                 self._run = kernel_ns.new_run_id()

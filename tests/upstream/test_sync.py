@@ -161,3 +161,26 @@ def test_a_zone_kube_proxy_learns_late_is_awaited(kube_proxy_node, mode, monkeyp
             released.set()
     finally:
         lab.close()
+
+
+@pytest.mark.parametrize("mode", ["iptables", "nftables"])
+def test_a_start_that_lost_its_zone_is_made_again_in_a_new_namespace(kube_proxy_node, mode, monkeypatch):
+    # A kube-proxy can lose its Node's zone at start for good (its topology handler is registered after the Node
+    # is replayed to it, now and then); here the first start is taken for such a one.
+    from labsupport.upstream.kube_proxy import UpstreamKubeProxy
+    takes_zone = UpstreamKubeProxy._takes_zone
+    namespaces: list[str] = []
+
+    def lost_first(kube_proxy, zone, grace):
+        namespaces.append(kube_proxy.ns)
+        return len(namespaces) > 1 and takes_zone(kube_proxy, zone, grace)
+    monkeypatch.setattr(UpstreamKubeProxy, "_takes_zone", lost_first)
+    lab = Lab(backend="sim", seed=0, proxy_mode=mode)
+    try:
+        lab.apply(ZONED)
+        kp = kube_proxy_node(lab, "lab-worker", mode)
+        assert len(kp.restarts) == 1 and "'ru-central1-a'" in kp.restarts[0]
+        assert len(set(namespaces)) == 2 and kp.ns == namespaces[-1]
+        assert_same_rules(kp, "a kube-proxy started again after losing its zone")
+    finally:
+        lab.close()
