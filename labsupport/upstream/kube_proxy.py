@@ -16,7 +16,10 @@ the wait goes on until a sync begun after it has ended), and now and then (about
 loaded machine) the replay is handled before the proxier is registered as the handler's receiver, so the proxier
 never hears of the zone and writes every endpoint of a same-zone Service for good (its log says "Ignoring
 same-zone topology hints … since node is missing label"); such a start is stopped and reported (ZoneLost).
-A later label change comes on that watch alone. The zone taken is logged only at --v=4 (proxier.go), so that one file logs at 4.
+A later label change comes on that watch alone. The zone taken is logged only at --v=4 (proxier.go), so that one
+file logs at 4. The Service CIDRs come the same way, from a ServiceCIDR informer the first sync does not wait for;
+nftables mode writes their drop rule only in a full sync, so a first sync without them stays without it for an
+hour: such a start is stopped and reported too (ServiceCIDRsLost).
 """
 from __future__ import annotations
 
@@ -41,6 +44,8 @@ HEALTHZ_PORT = 10256
 METRICS_PORT = 10249
 START_TIMEOUT = 60.0
 SYNC_TIMEOUT = 60.0
+#: The rule nftables mode writes, in a full sync, for the Service CIDRs it knows.
+CIDR_DROP = "Drop traffic to unallocated ClusterIPs"
 #: How long kube-proxy has, once synced, to take its Node's zone before its start counts as one that lost it. Only
 #: that decision rests on it: nothing is compared before kube-proxy has the zone.
 ZONE_GRACE = 2.0
@@ -80,8 +85,17 @@ class UpstreamError(LabError):
     """The real kube-proxy or CoreDNS could not be started or did not do what was asked in time."""
 
 
-class ZoneLost(UpstreamError):
+class LostAtStart(UpstreamError):
+    """kube-proxy started without a piece of its node's state that it will not take later on its own."""
+
+
+class ZoneLost(LostAtStart):
     """kube-proxy started without taking its Node's zone, and will not take it while that zone stays."""
+
+
+class ServiceCIDRsLost(LostAtStart):
+    """kube-proxy (nftables mode) wrote its first full sync before it had the Service CIDRs: v1.37.2 writes their
+    drop rule only in a full sync, and learning them asks for none (the next comes an hour later)."""
 
 
 def configuration(config_map: dict, node: str, mode: str, kubeconfig: str) -> dict:
@@ -142,10 +156,12 @@ class UpstreamKubeProxy:
         self._zone_stage = ZoneStage.WRITTEN  # how far the rules are from taking that zone in
 
     # --- lifecycle -----------------------------------------------------------------------------------------
-    def start(self, timeout: float = START_TIMEOUT, *, zone: str | None = None) -> "UpstreamKubeProxy":
+    def start(self, timeout: float = START_TIMEOUT, *, zone: str | None = None,
+              service_cidrs: bool = False) -> "UpstreamKubeProxy":
         """Start kube-proxy and return once it has written its first complete rule set; given `zone` (its Node's
         zone label now, "" for none), once it has also taken that zone and written rules with it (ZoneLost when it
-        lost it: see _takes_zone)."""
+        lost it: see _takes_zone); given `service_cidrs` (the cluster has ServiceCIDRs), nftables mode must have
+        written their drop rule (ServiceCIDRsLost if not)."""
         path = binary("kube-proxy")
         if path is None:
             raise UpstreamError(f"the real kube-proxy is not built: {BUILD_HINT}")
@@ -165,6 +181,9 @@ class UpstreamKubeProxy:
                                f"take it within {ZONE_GRACE:g} s of its first sync; its log ends:\n"
                                + "\n".join(self.log().splitlines()[-30:]))
             self.wait_synced(since=0.0, timeout=timeout, zone=zone)
+            if service_cidrs and self.mode == "nftables" and CIDR_DROP not in self.rules():
+                raise ServiceCIDRsLost(f"kube-proxy in {self.ns} wrote its first full sync before it had the Service "
+                                       f"CIDRs (no {CIDR_DROP!r} rule); it writes that rule only in a full sync")
         except BaseException:
             self.stop()
             raise

@@ -14,10 +14,10 @@ from labsupport.proxy.topology import ZONE_LABEL
 from labsupport.upstream.compare import canonical_iptables, canonical_nft
 from labsupport.upstream.forwarder import LoopbackForwarder
 from labsupport.upstream.nfacct import create_counters
-from labsupport.upstream.kube_proxy import (START_TIMEOUT, SYNC_TIMEOUT, UpstreamKubeProxy, ZoneLost, configuration,
-                                            ensure_service_cidr)
+from labsupport.upstream.kube_proxy import (START_TIMEOUT, SYNC_TIMEOUT, LostAtStart, UpstreamKubeProxy,
+                                            configuration, ensure_service_cidr)
 
-#: How many starts that lose the Node's zone (ZoneLost) make an error, in a namespace made here.
+#: How many starts that lose a piece of the node's state (LostAtStart) make an error, in a namespace made here.
 START_ATTEMPTS = 3
 
 
@@ -49,13 +49,13 @@ class KubeProxyNode:
 
     def start(self) -> "KubeProxyNode":
         """Make the namespace (if ours), relay the API server into it and start kube-proxy; returns after its
-        first sync with its Node's zone. A kube-proxy that lost the zone at start keeps none of it in a namespace
-        made here: it is started again in a new one (an in-place restart would find the old rules, which nftables
-        mode deletes only a sync or more later); in a given namespace it is an error."""
+        first sync with its Node's zone and the Service CIDRs. A kube-proxy that lost either at start is started
+        again in a new namespace when the namespace is made here (an in-place restart would find the old rules,
+        which nftables mode deletes only a sync or more later); in a given namespace it is an error."""
         for attempt in range(1, START_ATTEMPTS + 1):
             try:
                 return self._start()
-            except ZoneLost as lost:
+            except LostAtStart as lost:
                 if not self._own_ns or attempt == START_ATTEMPTS:
                     raise
                 self.restarts.append(str(lost))
@@ -71,7 +71,9 @@ class KubeProxyNode:
             self.forwarder = LoopbackForwarder(self.ns, self.api.port).start()
             self.kube_proxy = UpstreamKubeProxy(self.ns, self.node, self.config_map(), self.api.kubeconfig_path,
                                                 mode=self.mode)
-            self.kube_proxy.start(self.start_timeout, zone=self.zone())
+            with self.cluster.lock:
+                has_cidrs = bool(self.cluster.store.list("ServiceCIDR"))
+            self.kube_proxy.start(self.start_timeout, zone=self.zone(), service_cidrs=has_cidrs)
         except BaseException:
             self.close()
             raise

@@ -203,3 +203,49 @@ def test_a_start_that_lost_its_nodes_zone_says_so(tmp_path, monkeypatch):
         finally:
             kube_proxy.remove()
     assert "--vmodule=proxier=4" in launched[0]
+
+
+def test_an_nftables_start_without_the_service_cidrs_drop_rule_says_so(tmp_path, monkeypatch):
+    # The ServiceCIDR informer is not waited for before the first sync, and nftables mode writes the CIDRs' drop
+    # rule only in a full sync: a first sync without them stays without it (in iptables mode there is no such rule).
+    import labsupport.upstream.kube_proxy as module
+    from labsupport.upstream.kube_proxy import ServiceCIDRsLost, UpstreamKubeProxy
+
+    class Program:
+        """kube-proxy as far as start() sees it: one sync, logged at once."""
+        returncode = None
+
+        def __init__(self, ns: str, argv: list[str], log_path: str):
+            self.log_path = log_path
+            with open(log_path, "w") as fh:
+                fh.write(sync_started() + sync_ended())
+
+        def poll(self) -> None:
+            return None
+
+        def log(self) -> str:
+            with open(self.log_path) as fh:
+                return fh.read()
+
+        def stop(self) -> None:
+            pass
+
+    table = 'table ip kube-proxy {\n\tchain cluster-ips-check {\n\t\tip daddr @cluster-ips reject\n\t}\n}\n'
+    with_drop = table.replace("reject\n", 'reject\n\t\tip daddr { 10.96.0.0/12 } drop comment "Drop traffic to '
+                                          'unallocated ClusterIPs"\n')
+    monkeypatch.setattr(module, "NamespacedProcess", Program)
+    monkeypatch.setattr(module, "binary", lambda name: f"/upstream/{name}")
+    monkeypatch.setattr(UpstreamKubeProxy, "sync_state", lambda self: (1.0, 2.0, 0.0))
+    config_map = {"data": {"config.conf": "mode: nftables\n"}}
+    for mode, written, cidrs, lost in (("nftables", table, True, True), ("nftables", with_drop, True, False),
+                                       ("nftables", table, False, False), ("iptables", "", True, False)):
+        kube_proxy = UpstreamKubeProxy("ns", "lab-worker", config_map, "kubeconfig", mode=mode)
+        monkeypatch.setattr(kube_proxy, "rules", lambda written=written: written)
+        try:
+            if lost:
+                with pytest.raises(ServiceCIDRsLost, match="before it had the Service CIDRs"):
+                    kube_proxy.start(timeout=5, zone="", service_cidrs=cidrs)
+            else:
+                kube_proxy.start(timeout=5, zone="", service_cidrs=cidrs)
+        finally:
+            kube_proxy.remove()

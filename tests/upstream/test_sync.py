@@ -179,8 +179,8 @@ def test_a_start_that_lost_its_zone_is_made_again_in_a_new_namespace(kube_proxy_
     try:
         lab.apply(ZONED)
         kp = kube_proxy_node(lab, "lab-worker", mode)
-        assert len(kp.restarts) == 1 and "'ru-central1-a'" in kp.restarts[0]
-        assert len(set(namespaces)) == 2 and kp.ns == namespaces[-1]
+        assert "without its Node's zone 'ru-central1-a'" in kp.restarts[0]     # (a later one may lack the CIDRs)
+        assert len(set(namespaces)) == len(namespaces) >= 2 and kp.ns == namespaces[-1]
         assert_same_rules(kp, "a kube-proxy started again after losing its zone")
     finally:
         lab.close()
