@@ -341,6 +341,16 @@ class UpstreamKubeProxy:
         return "".join(out)
 
 
+def clean_up(ns: str) -> None:
+    """Remove every rule kube-proxy wrote in namespace `ns` (`kube-proxy --cleanup`, all modes)."""
+    path = binary("kube-proxy")
+    if path is None:
+        raise UpstreamError(f"the real kube-proxy is not built: {BUILD_HINT}")
+    done = run_in(ns, [path, "--cleanup"], timeout=START_TIMEOUT)
+    if done.returncode != 0:
+        raise UpstreamError(f"kube-proxy --cleanup in {ns} failed ({done.returncode}): {done.stdout}{done.stderr}")
+
+
 def ensure_service_cidr(cluster: Any, cidrs: tuple[str, ...] = ("10.96.0.0/12",)) -> dict:
     """The `kubernetes` ServiceCIDR the API server of a real cluster creates at start (kube-proxy watches it)."""
     from labsupport.apiserver.events import unseeded

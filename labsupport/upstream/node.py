@@ -14,7 +14,7 @@ from labsupport.proxy.topology import ZONE_LABEL
 from labsupport.upstream.compare import canonical_iptables, canonical_nft
 from labsupport.upstream.forwarder import LoopbackForwarder
 from labsupport.upstream.nfacct import create_counters
-from labsupport.upstream.kube_proxy import (START_TIMEOUT, SYNC_TIMEOUT, LostAtStart, UpstreamKubeProxy,
+from labsupport.upstream.kube_proxy import (START_TIMEOUT, SYNC_TIMEOUT, LostAtStart, UpstreamKubeProxy, clean_up,
                                             configuration, ensure_service_cidr)
 
 #: How many starts that lose a piece of the node's state (LostAtStart) make an error, in a namespace made here.
@@ -50,15 +50,18 @@ class KubeProxyNode:
     def start(self) -> "KubeProxyNode":
         """Make the namespace (if ours), relay the API server into it and start kube-proxy; returns after its
         first sync with its Node's zone and the Service CIDRs. A kube-proxy that lost either at start is started
-        again in a new namespace when the namespace is made here (an in-place restart would find the old rules,
-        which nftables mode deletes only a sync or more later); in a given namespace it is an error."""
+        again: in a new namespace when the namespace is made here, else after `kube-proxy --cleanup` in the given
+        one (a restart would otherwise find the lost start's chains, which nftables mode deletes only a sync or
+        more later; iptables mode's jumps then come back in another order, which only a rules comparison sees)."""
         for attempt in range(1, START_ATTEMPTS + 1):
             try:
                 return self._start()
             except LostAtStart as lost:
-                if not self._own_ns or attempt == START_ATTEMPTS:
+                if attempt == START_ATTEMPTS:
                     raise
                 self.restarts.append(str(lost))
+                if not self._own_ns:
+                    clean_up(self.ns)
 
     def _start(self) -> "KubeProxyNode":
         try:

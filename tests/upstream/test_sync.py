@@ -184,3 +184,37 @@ def test_a_start_that_lost_its_zone_is_made_again_in_a_new_namespace(kube_proxy_
         assert_same_rules(kp, "a kube-proxy started again after losing its zone")
     finally:
         lab.close()
+
+
+def test_a_start_that_lost_its_zone_in_a_given_namespace_is_made_again_there(monkeypatch):
+    # A netns lab's node namespace is given: kube-proxy starts again in it after `kube-proxy --cleanup`.
+    from labsupport.netns import namespaces as kernel_ns
+    from labsupport.upstream.binaries import require_upstream
+    from labsupport.upstream.kube_proxy import UpstreamKubeProxy
+    from labsupport.upstream.node import KubeProxyNode
+    require_upstream("kube-proxy")
+    takes_zone = UpstreamKubeProxy._takes_zone
+    calls: list[str] = []
+
+    def lost_first(kube_proxy, zone, grace):
+        calls.append(kube_proxy.ns)
+        return len(calls) > 1 and takes_zone(kube_proxy, zone, grace)
+    monkeypatch.setattr(UpstreamKubeProxy, "_takes_zone", lost_first)
+    lab = Lab(backend="sim", seed=0, proxy_mode="nftables")
+    run = kernel_ns.new_run_id()
+    ns = kernel_ns.ns_name(run, "kp-given")
+    kp = None
+    try:
+        kernel_ns.create_namespace(ns)
+        kernel_ns.add_bridge(ns, "eth0", lab.cluster.node_ip("lab-worker"), 16)
+        lab.apply(ZONED)
+        lab.kubeconfig  # noqa: B018 - starts the API server
+        kp = KubeProxyNode(lab.cluster, lab.backend.apiserver(), "lab-worker", "nftables", ns=ns).start()
+        assert len(kp.restarts) >= 1 and set(calls) == {ns}
+        assert_same_rules(kp, "a kube-proxy started again in its given namespace")
+    finally:
+        if kp is not None:
+            kp.close()
+        kernel_ns.remove_namespace(ns)
+        kernel_ns.release_run_id(run)
+        lab.close()
