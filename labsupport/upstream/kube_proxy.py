@@ -7,9 +7,23 @@ tuning (the conntrack table's size is the host's, not a namespace's). Syncs are 
 never by sleeping. The log is needed because a sync takes its pending changes when it starts and stamps the time
 of writing when it ends: while one runs, the last write can postdate the last change, with nothing pending, though
 that change is not written yet. kube-proxy logs both ends of every sync at --v=2.
+
+The zone of its Node, which decides the endpoints of a Service with topology hints or a `trafficDistribution`,
+reaches kube-proxy apart from Services and EndpointSlices and apart from those metrics: from its Node informer,
+which is already running when the topology handler is added to it and replays the Node to that handler on a
+goroutine of its own. Usually the proxier takes the zone before its first sync; it can take it after a sync (then
+the wait goes on until a sync begun after it has ended), and now and then (about one start in a few hundred on a
+loaded machine) the replay is handled before the proxier is registered as the handler's receiver, so the proxier
+never hears of the zone and writes every endpoint of a same-zone Service for good (its log says "Ignoring
+same-zone topology hints … since node is missing label"); such a start is stopped and reported (ZoneLost).
+A later label change comes on that watch alone. The zone taken is logged only at --v=4 (proxier.go), so that one
+file logs at 4. The Service CIDRs come the same way, from a ServiceCIDR informer the first sync does not wait for;
+nftables mode writes their drop rule only in a full sync, so a first sync without them stays without it for an
+hour: such a start is stopped and reported too (ServiceCIDRsLost).
 """
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
@@ -22,6 +36,7 @@ import yaml
 
 from labsupport.netns.namespaces import KernelError, run_in
 from labsupport.errors import LabError
+from labsupport.proxy.topology import ZONE_LABEL
 from labsupport.upstream.binaries import BUILD_HINT, binary
 from labsupport.upstream.process import NamespacedProcess
 
@@ -29,10 +44,18 @@ HEALTHZ_PORT = 10256
 METRICS_PORT = 10249
 START_TIMEOUT = 60.0
 SYNC_TIMEOUT = 60.0
+#: The rule nftables mode writes, in a full sync, for the Service CIDRs it knows.
+CIDR_DROP = "Drop traffic to unallocated ClusterIPs"
+#: How long kube-proxy has, once synced, to take its Node's zone before its start counts as one that lost it. Only
+#: that decision rests on it: nothing is compared before kube-proxy has the zone.
+ZONE_GRACE = 2.0
 POLL = 0.1
 # The first and the last line a sync logs (iptables and nftables proxiers, at --v=2).
 SYNC_STARTED = re.compile(r'"Syncing (?:iptables|nftables) rules"')
 SYNC_ENDED = re.compile(r'"SyncProxyRules complete"')
+IPV4 = 'ipFamily="IPv4"'
+# The topology labels a proxier takes from its Node (proxier.go, at --v=4), as a JSON object.
+TOPOLOGY_TAKEN = re.compile(r'"Updated proxier node topology labels".*? labels=(\{.*?\})')
 
 # What a clean run's log must not contain: every way client-go reports that a list or watch went wrong.
 LOG_PROBLEMS = re.compile(
@@ -42,8 +65,37 @@ LOG_PROBLEMS = re.compile(
     r"Failed to (?:get|update|create|patch)|Error syncing|an error on the server", re.IGNORECASE)
 
 
+class ZoneStage(enum.Enum):
+    """How far kube-proxy's rules are from the zone it last took from its Node."""
+    TAKEN = "taken"          # no sync has begun since
+    SYNCING = "syncing"      # a sync begun after it runs
+    WRITTEN = "written"      # a sync begun after it has ended
+
+
+def topology_zone(labels: str) -> str:
+    """The zone in the topology labels kube-proxy logs (a JSON object; "" when it has none or is unreadable)."""
+    try:
+        found = json.loads(labels)
+    except ValueError:
+        return ""
+    return found.get(ZONE_LABEL, "") if isinstance(found, dict) else ""
+
+
 class UpstreamError(LabError):
     """The real kube-proxy or CoreDNS could not be started or did not do what was asked in time."""
+
+
+class LostAtStart(UpstreamError):
+    """kube-proxy started without a piece of its node's state that it will not take later on its own."""
+
+
+class ZoneLost(LostAtStart):
+    """kube-proxy started without taking its Node's zone, and will not take it while that zone stays."""
+
+
+class ServiceCIDRsLost(LostAtStart):
+    """kube-proxy (nftables mode) wrote its first full sync before it had the Service CIDRs: v1.37.2 writes their
+    drop rule only in a full sync, and learning them asks for none (the next comes an hour later)."""
 
 
 def configuration(config_map: dict, node: str, mode: str, kubeconfig: str) -> dict:
@@ -98,12 +150,18 @@ class UpstreamKubeProxy:
         self.dir: str | None = None
         self.process: NamespacedProcess | None = None
         self._log_lock = threading.Lock()
-        self._log_read = 0            # how much of the log syncs_running() has counted
+        self._log_read = 0            # how much of the log _read_log() has taken in
         self._syncs = [0, 0]          # syncs started, ended
+        self._zone = ""               # the IPv4 proxier's zone ("" until it takes one)
+        self._zone_stage = ZoneStage.WRITTEN  # how far the rules are from taking that zone in
 
     # --- lifecycle -----------------------------------------------------------------------------------------
-    def start(self, timeout: float = START_TIMEOUT) -> "UpstreamKubeProxy":
-        """Start kube-proxy and return once it has written its first complete rule set."""
+    def start(self, timeout: float = START_TIMEOUT, *, zone: str | None = None,
+              service_cidrs: bool = False) -> "UpstreamKubeProxy":
+        """Start kube-proxy and return once it has written its first complete rule set; given `zone` (its Node's
+        zone label now, "" for none), once it has also taken that zone and written rules with it (ZoneLost when it
+        lost it: see _takes_zone); given `service_cidrs` (the cluster has ServiceCIDRs), nftables mode must have
+        written their drop rule (ServiceCIDRsLost if not)."""
         path = binary("kube-proxy")
         if path is None:
             raise UpstreamError(f"the real kube-proxy is not built: {BUILD_HINT}")
@@ -111,16 +169,39 @@ class UpstreamKubeProxy:
         config_path = os.path.join(self.dir, "config.json")
         with open(config_path, "w") as fh:
             json.dump(configuration(self.config_map, self.node, self.mode, self.kubeconfig), fh, indent=1)
+        argv = [path, f"--config={config_path}", f"--hostname-override={self.node}", f"--v={self.verbosity}",
+                f"--vmodule=proxier={max(4, self.verbosity)}"]
         with self._log_lock:
-            self._log_read, self._syncs = 0, [0, 0]     # a new log
-        self.process = NamespacedProcess(self.ns, [path, f"--config={config_path}", f"--hostname-override={self.node}",
-                                                   f"--v={self.verbosity}"], os.path.join(self.dir, "kube-proxy.log"))
+            self._log_read, self._syncs, self._zone, self._zone_stage = 0, [0, 0], "", ZoneStage.WRITTEN  # a new log
+        self.process = NamespacedProcess(self.ns, argv, os.path.join(self.dir, "kube-proxy.log"))
         try:
             self.wait_synced(since=0.0, timeout=timeout)
+            if zone is not None and not self._takes_zone(zone, ZONE_GRACE):
+                raise ZoneLost(f"kube-proxy in {self.ns} wrote its rules without its Node's zone {zone!r} and did not "
+                               f"take it within {ZONE_GRACE:g} s of its first sync; its log ends:\n"
+                               + "\n".join(self.log().splitlines()[-30:]))
+            self.wait_synced(since=0.0, timeout=timeout, zone=zone)
+            if service_cidrs and self.mode == "nftables" and CIDR_DROP not in self.rules():
+                raise ServiceCIDRsLost(f"kube-proxy in {self.ns} wrote its first full sync before it had the Service "
+                                       f"CIDRs (no {CIDR_DROP!r} rule); it writes that rule only in a full sync")
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _takes_zone(self, zone: str, grace: float) -> bool:
+        """Whether kube-proxy, synced once, takes `zone` from its Node within `grace` seconds (v1.37 adds the
+        proxier's topology handler after the Node informer that replays the Node to it has started: when the
+        replay is handled first, the proxier never hears of the zone until the label changes)."""
+        deadline = time.monotonic() + grace
+        while self.zone_written()[0] != zone:
+            if self.process is not None and self.process.poll() is not None:
+                raise UpstreamError(f"kube-proxy in {self.ns} exited ({self.process.returncode}); its log ends:\n"
+                                    + "\n".join(self.log().splitlines()[-30:]))
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(POLL)
+        return True
 
     def stop(self) -> None:
         """Stop kube-proxy (its rules stay, as on a node whose kube-proxy exits) and close its log."""
@@ -177,22 +258,41 @@ class UpstreamKubeProxy:
                 m.get("kubeproxy_sync_proxy_rules_service_changes_pending", 0.0)
                 + m.get("kubeproxy_sync_proxy_rules_endpoint_changes_pending", 0.0))
 
-    def syncs_running(self) -> int:
-        """How many syncs have started and not ended (0 or 1), from kube-proxy's log (read on from where it was)."""
+    def _read_log(self) -> None:
+        """Take in the log lines written since the last call (call with _log_lock held)."""
         if self.process is None or not self.dir:
-            return 0
+            return
+        with open(self.process.log_path, "rb") as fh:
+            fh.seek(self._log_read)
+            text = fh.read()
+        whole = text[:text.rfind(b"\n") + 1]       # a line still being written is counted next time
+        self._log_read += len(whole)
+        for line in whole.decode(errors="replace").splitlines():
+            if SYNC_STARTED.search(line):
+                self._syncs[0] += 1
+                if IPV4 in line and self._zone_stage is ZoneStage.TAKEN:
+                    self._zone_stage = ZoneStage.SYNCING
+            elif SYNC_ENDED.search(line):
+                self._syncs[1] += 1
+                if IPV4 in line and self._zone_stage is ZoneStage.SYNCING:
+                    self._zone_stage = ZoneStage.WRITTEN
+            elif IPV4 in line and (taken := TOPOLOGY_TAKEN.search(line)):
+                self._zone = topology_zone(taken.group(1))
+                self._zone_stage = ZoneStage.TAKEN
+
+    def syncs_running(self) -> int:
+        """How many syncs have started and not ended, from kube-proxy's log (read on from where it was)."""
         with self._log_lock:
-            with open(self.process.log_path, "rb") as fh:
-                fh.seek(self._log_read)
-                text = fh.read()
-            whole = text[:text.rfind(b"\n") + 1]       # a line still being written is counted next time
-            self._log_read += len(whole)
-            for line in whole.decode(errors="replace").splitlines():
-                if SYNC_STARTED.search(line):
-                    self._syncs[0] += 1
-                elif SYNC_ENDED.search(line):
-                    self._syncs[1] += 1
+            self._read_log()
             return self._syncs[0] - self._syncs[1]
+
+    def zone_written(self) -> tuple[str, bool]:
+        """The zone kube-proxy last took from its Node ("" before any), and whether a sync that began after it
+        took it has ended (a proxier sets the zone under its lock and logs it after, and logs a sync's start under
+        that lock: a sync whose start follows the zone's line in the log uses that zone)."""
+        with self._log_lock:
+            self._read_log()
+            return self._zone, self._zone_stage is ZoneStage.WRITTEN
 
     def changes_received(self) -> float:
         """How many Service and EndpointSlice events kube-proxy's informers have handed its proxiers so far
@@ -201,9 +301,11 @@ class UpstreamKubeProxy:
         return (m.get("kubeproxy_sync_proxy_rules_service_changes_total", 0.0)
                 + m.get("kubeproxy_sync_proxy_rules_endpoint_changes_total", 0.0))
 
-    def wait_synced(self, since: float | None = None, timeout: float = SYNC_TIMEOUT) -> float:
+    def wait_synced(self, since: float | None = None, timeout: float = SYNC_TIMEOUT, *,
+                    zone: str | None = None) -> float:
         """Wait until kube-proxy has seen a change made at or after `since` (Unix seconds; default now; 0: any)
-        and written rules after it, with nothing pending; returns the time of that write."""
+        and written rules after it, with nothing pending, and (given `zone`, its Node's zone label now, "" for
+        none) has taken that zone and written rules with it; returns the time of that write."""
         since = time.time() if since is None else since
         deadline = time.monotonic() + timeout
         while True:
@@ -211,11 +313,16 @@ class UpstreamKubeProxy:
                 raise UpstreamError(f"kube-proxy in {self.ns} exited ({self.process.returncode}); its log ends:\n"
                                     + "\n".join(self.log().splitlines()[-30:]))
             queued, written, pending = self.sync_state()
-            if written and written >= queued and queued >= since and not pending and not self.syncs_running():
+            taken, zone_written = self.zone_written()
+            zoned = zone is None or (taken == zone and zone_written)
+            if written and written >= queued and queued >= since and not pending and not self.syncs_running() \
+                    and zoned:
                 return written
             if time.monotonic() > deadline:
                 raise UpstreamError(f"kube-proxy in {self.ns} did not sync within {timeout:g} s (queued {queued}, "
-                                    f"written {written}, pending {pending:g}); its log ends:\n"
+                                    f"written {written}, pending {pending:g}, zone {taken!r} "
+                                    f"{'written' if zone_written else 'not written yet'}, wanted {zone!r}); "
+                                    f"its log ends:\n"
                                     + "\n".join(self.log().splitlines()[-30:]))
             time.sleep(POLL)
 
@@ -232,6 +339,16 @@ class UpstreamKubeProxy:
             except KernelError as e:
                 raise UpstreamError(f"could not read the rules kube-proxy wrote in {self.ns}: {e}") from e
         return "".join(out)
+
+
+def clean_up(ns: str) -> None:
+    """Remove every rule kube-proxy wrote in namespace `ns` (`kube-proxy --cleanup`, all modes)."""
+    path = binary("kube-proxy")
+    if path is None:
+        raise UpstreamError(f"the real kube-proxy is not built: {BUILD_HINT}")
+    done = run_in(ns, [path, "--cleanup"], timeout=START_TIMEOUT)
+    if done.returncode != 0:
+        raise UpstreamError(f"kube-proxy --cleanup in {ns} failed ({done.returncode}): {done.stdout}{done.stderr}")
 
 
 def ensure_service_cidr(cluster: Any, cidrs: tuple[str, ...] = ("10.96.0.0/12",)) -> dict:

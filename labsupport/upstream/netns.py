@@ -58,18 +58,18 @@ class UpstreamKubeProxies:
             since = self._last_change
         if since <= self._settled:
             return
-        kube_proxies = [node.kube_proxy for node in self.nodes.values()]
+        nodes = list(self.nodes.values())
         while True:
-            for kube_proxy in kube_proxies:
+            for node in nodes:
                 try:
-                    kube_proxy.wait_synced(since, timeout=UNQUEUED_GRACE)
+                    node.sync(since, timeout=UNQUEUED_GRACE)
                 except Exception:  # noqa: BLE001 - a change it did not queue: its last rules stand
-                    kube_proxy.wait_synced(0.0)
-            before = [kube_proxy.changes_received() for kube_proxy in kube_proxies]
+                    node.sync(0.0)
+            before = [node.kube_proxy.changes_received() for node in nodes]
             time.sleep(QUIET)
-            if [kube_proxy.changes_received() for kube_proxy in kube_proxies] == before:
-                for kube_proxy in kube_proxies:     # whatever arrived before the quiet spell is written
-                    kube_proxy.wait_synced(0.0)
+            if [node.kube_proxy.changes_received() for node in nodes] == before:
+                for node in nodes:     # whatever arrived before the quiet spell is written
+                    node.sync(0.0)
                 break
         self._settled = since
 

@@ -10,10 +10,15 @@ from typing import Any
 from labsupport.netns import namespaces as kernel_ns
 from labsupport.proxy import render
 from labsupport.proxy.iptables import render_iptables
+from labsupport.proxy.topology import ZONE_LABEL
 from labsupport.upstream.compare import canonical_iptables, canonical_nft
 from labsupport.upstream.forwarder import LoopbackForwarder
 from labsupport.upstream.nfacct import create_counters
-from labsupport.upstream.kube_proxy import START_TIMEOUT, UpstreamKubeProxy, configuration, ensure_service_cidr
+from labsupport.upstream.kube_proxy import (START_TIMEOUT, SYNC_TIMEOUT, LostAtStart, UpstreamKubeProxy, clean_up,
+                                            configuration, ensure_service_cidr)
+
+#: How many starts that lose a piece of the node's state (LostAtStart) make an error, in a namespace made here.
+START_ATTEMPTS = 3
 
 
 def service_cidrs(cluster: Any) -> tuple[str, ...]:
@@ -40,10 +45,25 @@ class KubeProxyNode:
         self._run: str | None = None
         self.forwarder: LoopbackForwarder | None = None
         self.kube_proxy: UpstreamKubeProxy | None = None
+        self.restarts: list[str] = []     # why a start was made again
 
     def start(self) -> "KubeProxyNode":
         """Make the namespace (if ours), relay the API server into it and start kube-proxy; returns after its
-        first sync."""
+        first sync with its Node's zone and the Service CIDRs. A kube-proxy that lost either at start is started
+        again: in a new namespace when the namespace is made here, else after `kube-proxy --cleanup` in the given
+        one (a restart would otherwise find the lost start's chains, which nftables mode deletes only a sync or
+        more later; iptables mode's jumps then come back in another order, which only a rules comparison sees)."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                return self._start()
+            except LostAtStart as lost:
+                if attempt == START_ATTEMPTS:
+                    raise
+                self.restarts.append(str(lost))
+                if not self._own_ns:
+                    clean_up(self.ns)
+
+    def _start(self) -> "KubeProxyNode":
         try:
             if self._own_ns:
                 self._run = kernel_ns.new_run_id()
@@ -53,7 +73,10 @@ class KubeProxyNode:
             ensure_service_cidr(self.cluster)
             self.forwarder = LoopbackForwarder(self.ns, self.api.port).start()
             self.kube_proxy = UpstreamKubeProxy(self.ns, self.node, self.config_map(), self.api.kubeconfig_path,
-                                                mode=self.mode).start(self.start_timeout)
+                                                mode=self.mode)
+            with self.cluster.lock:
+                has_cidrs = bool(self.cluster.store.list("ServiceCIDR"))
+            self.kube_proxy.start(self.start_timeout, zone=self.zone(), service_cidrs=has_cidrs)
         except BaseException:
             self.close()
             raise
@@ -84,6 +107,12 @@ class KubeProxyNode:
         with self.cluster.lock:
             return self.cluster.get("ConfigMap", "kube-system", "kube-proxy")
 
+    def zone(self) -> str:
+        """The zone label of this node's Node as the API server has it now ("" without one)."""
+        with self.cluster.lock:
+            node = self.cluster.store.find("Node", None, self.node)
+        return ((node or {}).get("metadata", {}).get("labels") or {}).get(ZONE_LABEL, "")
+
     # --- the two sides ---------------------------------------------------------------------------------------
     def actual(self) -> str:
         """What the real kube-proxy wrote, as comparable text."""
@@ -110,9 +139,10 @@ class KubeProxyNode:
             return canonical_iptables(load_and_save_iptables(text))
         return canonical_nft(load_and_list_nft(text))
 
-    def sync(self, since: float | None = None) -> float:
-        """Wait for kube-proxy to write rules for every change made since `since` (Unix seconds)."""
-        return self.kube_proxy.wait_synced(since)
+    def sync(self, since: float | None = None, timeout: float = SYNC_TIMEOUT) -> float:
+        """Wait for kube-proxy to write rules for every change made since `since` (Unix seconds), with the zone its
+        Node has now: the render reads that Node too."""
+        return self.kube_proxy.wait_synced(since, timeout, zone=self.zone())
 
 
 def load_and_save_iptables(dump: str) -> str:
