@@ -18,14 +18,10 @@ from nbconvert.filters.strings import clean_html
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from labsupport.grading.execute import is_test_cell
+
 _SVG = re.compile(r"<svg\b.*?</svg>", re.DOTALL | re.IGNORECASE)
 _TAG = re.compile(r"<\s*[a-zA-Z!/?]")
-
-
-def is_grader_test(cell: NotebookNode) -> bool:
-    """A graded code cell that is not the student's (nbgrader's autograded tests)."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
 class ShortTestErrors(NbGraderPreprocessor):
@@ -33,7 +29,7 @@ class ShortTestErrors(NbGraderPreprocessor):
 
     def preprocess_cell(self, cell, resources, index):
         """Cut a failed test cell's traceback down to its last line."""
-        if is_grader_test(cell):
+        if is_test_cell(cell):
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
                     output["traceback"] = [f"\x1b[0;31m{output['ename']}\x1b[0m: {output['evalue']}"]
@@ -74,4 +70,4 @@ class PicturesAsImages(NbGraderPreprocessor):
         return cell, resources
 
 
-__all__ = ["ShortTestErrors", "PicturesAsImages", "StudentMarkupAsText", "is_grader_test"]
+__all__ = ["ShortTestErrors", "PicturesAsImages", "StudentMarkupAsText"]

@@ -80,7 +80,9 @@ def problems() -> list[str]:
                 "unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`, or on Ubuntu 24.04 "
                 "`sysctl kernel.apparmor_restrict_unprivileged_userns=0`), or in a container run it with "
                 "--privileged or a seccomp profile that allows unshare/clone of namespaces"]
-    return process_limit_problems()
+    # the process limit holds everywhere: as root the kernel runs as a uid of its own, whose processes
+    # RLIMIT_NPROC counts (a pids cgroup, where one is writable, limits the sandbox as well)
+    return []
 
 
 def pids_cgroup_parent() -> pathlib.Path | None:
@@ -104,12 +106,6 @@ def pids_cgroup_parent() -> pathlib.Path | None:
             if "pids" in enabled and os.access(base, os.W_OK):
                 return base
     return None
-
-
-def process_limit_problems() -> list[str]:
-    """Why the process limit cannot hold here (nothing: as root the kernel runs as a uid of its own, whose
-    processes RLIMIT_NPROC counts; a pids cgroup, where one is writable, limits the sandbox as well)."""
-    return []
 
 
 def require() -> None:
