@@ -72,3 +72,9 @@ def ready_addresses(lab, service: str, namespace: str = "default") -> int:
     return sum(1 for s in lab.get("endpointslices", namespace=namespace,
                                   selector=f"kubernetes.io/service-name={service}")
                for e in s.get("endpoints") or [] if e.get("conditions", {}).get("ready"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The kind tier runs last: its cluster then idles through no other tier, and under CI the offline images
+    `.ci/run` builds beside the other tiers have the whole run to be ready (`tests/kind/conftest.py`)."""
+    items.sort(key=lambda item: item.get_closest_marker("kind") is not None)

@@ -151,6 +151,31 @@ def _running(pid: int) -> bool:
         return False
 
 
+#: Where dockerd binds network namespaces; a stopped engine can leave those nsfs mounts behind on the host.
+NETNS_MOUNT_DIRS = ("/run/docker/netns/", "/var/run/docker/netns/")
+
+
+def leftover_netns_mounts(mounts: str) -> list[str]:
+    """The mount points of network namespaces a Docker engine bound, from /proc/self/mounts' text."""
+    found = []
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[2] == "nsfs" and fields[1].startswith(NETNS_MOUNT_DIRS):
+            found.append(fields[1])
+    return found
+
+
+def _dockerd_running() -> bool:
+    """Whether any dockerd process runs on this machine."""
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() == "dockerd" and _running(int(comm.parent.name)):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def stop_engine(timeout: float = 30.0, runner: CommandRunner | None = None) -> list[str]:
     """Stop the engine this project started (by its recorded pid), removing its kind network first; say what
     went."""
@@ -168,4 +193,13 @@ def stop_engine(timeout: float = 30.0, runner: CommandRunner | None = None) -> l
     if _running(pid):
         os.kill(pid, signal.SIGKILL)
     pid_file().unlink(missing_ok=True)
-    return [f"stopped the Docker engine this project started (pid {pid})"]
+    done = [f"stopped the Docker engine this project started (pid {pid})"]
+    try:
+        mounts = Path("/proc/self/mounts").read_text()
+    except OSError:
+        mounts = ""
+    # only when no engine is left that could still use them
+    for mount in leftover_netns_mounts(mounts) if not _dockerd_running() else []:
+        if subprocess.run(["umount", "-l", mount], capture_output=True).returncode == 0:
+            done.append(f"unmounted {mount}, which the engine left")
+    return done

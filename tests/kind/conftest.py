@@ -32,21 +32,53 @@ def kube(server, tmp_path, monkeypatch):
 
 # --- the real kind tier: one cluster for the whole tier ------------------------------------------------------------
 import os  # noqa: E402
+import pathlib  # noqa: E402
+import time  # noqa: E402
 
-from labsupport.testing import require  # noqa: E402
+from labsupport.testing import in_ci, require  # noqa: E402
 
 KIND_MODE = os.environ.get("LABSUPPORT_KIND_MODE", "nftables")
 KIND_CLUSTER = os.environ.get("LABSUPPORT_KIND_CLUSTER", "labsupport-test")
-#: one control plane and one worker: the two-node cluster `make kind-images` is sized for
-KIND_WORKERS = int(os.environ.get("LABSUPPORT_KIND_WORKERS", "1"))
+#: one control plane and six workers, two per zone: the shape lesson 07 asks for (the other lessons fit in it)
+KIND_WORKERS = int(os.environ.get("LABSUPPORT_KIND_WORKERS", "6"))
+
+
+def kind_tier_enabled() -> bool:
+    """The kind tier runs under CI (where it is required) and where a user opts in with LABSUPPORT_KIND_TESTS=1."""
+    return in_ci() or os.environ.get("LABSUPPORT_KIND_TESTS") == "1"
+
+
+#: How long the tier waits for the offline images `.ci/run` builds in the background before giving up.
+IMAGES_BUILD_TIMEOUT = 75 * 60
+
+
+def wait_for_images_build(status: pathlib.Path | None = None, timeout: float = IMAGES_BUILD_TIMEOUT) -> None:
+    """Wait for `make kind-images` started beside the other tiers (LABSUPPORT_KIND_IMAGES_STATUS names the file its
+    exit code is written to, LABSUPPORT_KIND_IMAGES_LOG its output); fail with the log's tail if it failed."""
+    where = status or (pathlib.Path(os.environ["LABSUPPORT_KIND_IMAGES_STATUS"])
+                       if os.environ.get("LABSUPPORT_KIND_IMAGES_STATUS") else None)
+    if where is None:
+        return
+    deadline = time.monotonic() + timeout
+    while not (where.exists() and where.read_text().strip()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"`make kind-images` has not finished after {timeout / 60:.0f} min ({where} is still empty)",
+                        pytrace=False)
+        time.sleep(5)
+    code = where.read_text().strip()
+    if code != "0":
+        log = pathlib.Path(os.environ.get("LABSUPPORT_KIND_IMAGES_LOG", ""))
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:]) if log.is_file() else "(no log)"
+        pytest.fail(f"`make kind-images` failed (exit code {code}); the end of {log}:\n{tail}", pytrace=False)
 
 
 def require_kind_tier(mode: str = KIND_MODE) -> None:
-    """Skip unless opted in (LABSUPPORT_KIND_TESTS=1); opted in, skip or, under CI, fail unless Docker, kind and
-    kubectl are here and a node image is at hand (the one `make kind-images` built, or a registry's)."""
-    if os.environ.get("LABSUPPORT_KIND_TESTS") != "1":
-        pytest.skip("the kind tier is opt-in: set LABSUPPORT_KIND_TESTS=1 (it needs a Docker engine and kind; "
-                    "`make kind-images` builds everything offline)")
+    """Skip unless the tier is enabled (kind_tier_enabled); enabled, skip or, under CI, fail unless Docker, kind
+    and kubectl are here and a node image is at hand (the one `make kind-images` built, or a registry's)."""
+    if not kind_tier_enabled():
+        pytest.skip("the kind tier runs under CI or when opted in: set LABSUPPORT_KIND_TESTS=1 (it needs a Docker "
+                    "engine and kind; `make kind-images` builds everything offline)")
+    wait_for_images_build()
     from labsupport.kind import images, preflight
     found = preflight.problems(mode)
     if not found and not images.local_node_image() and not os.environ.get("LABSUPPORT_KIND_REGISTRY"):
@@ -76,7 +108,7 @@ def kind_cluster():
     lab = Lab(backend="kind", proxy_mode=KIND_MODE, name=KIND_CLUSTER, workers=KIND_WORKERS, progress="quiet")
     try:
         # kind's --wait covers the control plane only: wait for every node, its CNI and kube-proxy, and CoreDNS
-        lab.wait(cluster_ready, timeout=240)
+        lab.wait(cluster_ready, timeout=420)
         yield lab
     finally:
         if os.environ.get("LABSUPPORT_KIND_KEEP") == "1":

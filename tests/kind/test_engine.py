@@ -98,14 +98,13 @@ def test_engine_and_its_containers_leave_the_host_as_it_was():
     the netns, upstream and sandbox tiers run the same whether dockerd ran before them or not."""
     from labsupport.kind import images
     from labsupport.testing import missing_kernel_requirements, require
-    if os.environ.get("LABSUPPORT_KIND_TESTS") != "1":
-        pytest.skip("the kind tier is opt-in: set LABSUPPORT_KIND_TESTS=1")
+    from tests.kind.conftest import require_kind_tier
+    require_kind_tier()
     require(missing_kernel_requirements("iptables-save", "nft", "dockerd", "docker"), "kind")
     before = host_state() if not engine.engine_answers() else None
     started = engine.start_engine(log=lambda text: None)
     engine.ensure_network()
-    if not images.local_node_image():
-        pytest.skip("no image to run: `make kind-images` first")
+    require([] if images.local_node_image() else ["the node image (`make kind-images`)"], "kind")
     name = f"labsupport-host-check-{os.getpid()}"
     try:
         subprocess.run(["docker", "run", "-d", "--name", name, "--network", engine.KIND_NETWORK, "--entrypoint",
@@ -145,3 +144,13 @@ def test_stop_engine_stops_the_recorded_dockerd_and_nothing_else(tmp_path, monke
         for proc in (other, engine_proc):
             proc.kill()
             proc.wait()
+
+
+def test_the_netns_mounts_a_stopped_engine_leaves_are_found_and_nothing_else():
+    mounts = ("nsfs /run/docker/netns/default nsfs rw 0 0\n"
+              "nsfs /run/docker/netns/4f1c2a nsfs rw 0 0\n"
+              "nsfs /run/netns/labsupport-a1 nsfs rw 0 0\n"
+              "tmpfs /run/docker/netns tmpfs rw 0 0\n"
+              "proc /proc proc rw 0 0\n")
+    assert engine.leftover_netns_mounts(mounts) == ["/run/docker/netns/default", "/run/docker/netns/4f1c2a"]
+    assert engine.leftover_netns_mounts("") == []

@@ -1,9 +1,9 @@
 """The kind tier: the lesson's five exercises on a real kind cluster, plus what only real nodes show.
 
-One cluster serves the whole tier (`kind_cluster` in conftest.py: two nodes, created or reused, deleted at the end
-unless LABSUPPORT_KIND_KEEP=1); each test works in a namespace of its own. The tier is opt-in
-(LABSUPPORT_KIND_TESTS=1; `make kind-images` first where no registry is reachable); opted in under CI it fails
-when Docker, kind or the node image are missing.
+One cluster serves the whole tier (`kind_cluster` in conftest.py: a control plane and six workers, created or
+reused, deleted at the end unless LABSUPPORT_KIND_KEEP=1); each test works in a namespace of its own. The tier runs
+under CI, where it fails when Docker, kind or the node image are missing, and on a laptop when opted in
+(LABSUPPORT_KIND_TESTS=1; `make kind-images` first where no registry is reachable).
 LABSUPPORT_KIND_MODE picks kube-proxy's mode (default nftables).
 """
 from __future__ import annotations
