@@ -51,7 +51,7 @@ class KindCluster:
     """One kind cluster's lifecycle: create or reuse, load images, run commands on its nodes."""
 
     def __init__(self, name: str = DEFAULT_CLUSTER, proxy_mode: str = "iptables", runner: CommandRunner | None = None,
-                 *, workers: int = 3, image: str | None = NODE_IMAGE, node_ports: tuple[int, ...] = NODE_PORTS,
+                 *, workers: int = 3, image: str | None = NODE_IMAGE, node_ports: tuple[int, ...] | None = None,
                  progress: str | None = None):
         if name != PREFIX and not name.startswith(PREFIX + "-"):
             raise BadRequest(f"a lab cluster's name starts with {PREFIX!r} (so `labsupport clean` finds it), "
@@ -61,7 +61,9 @@ class KindCluster:
         self.runner = runner or CommandRunner()
         self.workers = workers
         self.image = image
-        self.node_ports = node_ports
+        # localhost:<nodePort> can belong to one cluster only: by default the lab's own cluster publishes the lessons'
+        # NodePorts, and any other (a test's, a second lab's) publishes none, so both can run on one host
+        self.node_ports = node_ports if node_ports is not None else (NODE_PORTS if name == DEFAULT_CLUSTER else ())
         self.progress_kind = progress
         self.cgroup_v1 = cgroup_v1()
         self.restrict_oom_score_adj = lacks_sys_resource()
@@ -217,7 +219,7 @@ class KindBackend(KubeBackend):
     def __init__(self, proxy_mode: str = "iptables", *, namespace: str | None = None, name: str = DEFAULT_CLUSTER,
                  workers: int = 3, image: str | None = NODE_IMAGE, load_images: bool = True,
                  runner: CommandRunner | None = None, progress: str | None = None,
-                 node_ports: tuple[int, ...] = NODE_PORTS, request_timeout: float = 30, create: bool = True,
+                 node_ports: tuple[int, ...] | None = None, request_timeout: float = 30, create: bool = True,
                  preflight: bool = True):
         runner = runner or CommandRunner()
         if preflight:

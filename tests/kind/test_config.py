@@ -116,3 +116,12 @@ def test_node_names_follow_kind():
 
 def test_doctests():
     assert doctest.testmod(kc).failed == 0
+
+
+def test_only_the_lab_cluster_publishes_the_node_ports_so_two_clusters_fit_on_one_host():
+    from labsupport.kind.cluster import KindCluster
+    from labsupport.kind.config import DEFAULT_CLUSTER
+    assert KindCluster(DEFAULT_CLUSTER).node_ports == NODE_PORTS
+    assert KindCluster("labsupport-test").node_ports == ()
+    assert KindCluster("labsupport-test", node_ports=(30080,)).node_ports == (30080,)
+    assert "extraPortMappings" not in KindCluster("labsupport-test").config()["nodes"][0]
