@@ -64,7 +64,7 @@ def wait_for_images_build(status: pathlib.Path | None = None, timeout: float = I
         if time.monotonic() > deadline:
             pytest.fail(f"`make kind-images` has not finished after {timeout / 60:.0f} min ({where} is still empty)",
                         pytrace=False)
-        time.sleep(5)
+        time.sleep(min(5, max(0.2, timeout / 100)))
     code = where.read_text().strip()
     if code != "0":
         log = pathlib.Path(os.environ.get("LABSUPPORT_KIND_IMAGES_LOG", ""))
