@@ -48,6 +48,8 @@ DEFAULT_CLASS = "services-lab"
 CLASS_NAME = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$")
 #: The shortest token the API server issues (TokenRequest's expirationSeconds minimum).
 MIN_TOKEN_SECONDS = 600
+#: The file in `--out` listing the class and the students whose kubeconfigs were written there.
+INDEX = "labsupport-class.json"
 _DURATION = re.compile(r"^(\d+)([mhd])$")
 _UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
 
@@ -339,6 +341,8 @@ def make_class(student_ids: list[str], kubeconfig: str, out: str | pathlib.Path,
     """Make (or bring up to date) every student's namespace, account, Role and limits, and write each a kubeconfig
     `OUT/ID.kubeconfig` (0600) with a fresh token. Returns what it did, a line per student."""
     check_class_name(class_name)
+    folder = pathlib.Path(out)
+    written = _read_index(folder, class_name)
     _, cluster = admin_cluster_entry(kubeconfig, context)
     client = _client(kubeconfig, context)
     for student_id in student_ids:
@@ -349,7 +353,6 @@ def make_class(student_ids: list[str], kubeconfig: str, out: str | pathlib.Path,
                                        "{owner}): give that student another id, or remove the namespace",
                                        namespace=namespace_of(student_id), name=class_name, label=CLASS_LABEL,
                                        owner=owner or tr("none")))
-    folder = pathlib.Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o700)
     lines = []
@@ -358,6 +361,9 @@ def make_class(student_ids: list[str], kubeconfig: str, out: str | pathlib.Path,
             client.apply(obj)
         token, expires = client.token(namespace_of(student_id), ACCOUNT, token_seconds)
         path = folder / f"{student_id}.kubeconfig"
+        if student_id not in written:
+            written.append(student_id)
+            write_private(folder / INDEX, json.dumps({"class": class_name, "students": written}, indent=1))
         write_private(path, yaml.safe_dump(student_kubeconfig(student_id, dict(cluster), token), sort_keys=False))
         lines.append(tr("{namespace}: {path} (token until {expires})", namespace=namespace_of(student_id),
                         path=path, expires=expires))
@@ -369,6 +375,8 @@ def delete_class(kubeconfig: str, *, class_name: str = DEFAULT_CLASS, out: str |
     """Delete every namespace labelled with the class (and so all in them), wait until they are gone, and remove
     the kubeconfigs `make_class` wrote in `out`. Returns what it did."""
     check_class_name(class_name)
+    folder = pathlib.Path(out) if out is not None else None
+    written = _read_index(folder, class_name) if folder is not None else []
     client = _client(kubeconfig, context)
     names = client.namespaces(class_selector(class_name))
     for name in names:
@@ -383,18 +391,37 @@ def delete_class(kubeconfig: str, *, class_name: str = DEFAULT_CLASS, out: str |
         raise ClassClusterError(tr("after {seconds} s these namespaces are still terminating: {names} (`kubectl get "
                                    "namespace NAME -o yaml` shows what holds them)", seconds=int(timeout),
                                    names=", ".join(left)))
-    if out is not None:
-        for name in names:
-            path = pathlib.Path(out) / f"{name.removeprefix(NAMESPACE_PREFIX)}.kubeconfig"
+    if folder is not None and folder.is_dir():
+        students = set(written) | {name.removeprefix(NAMESPACE_PREFIX) for name in names}
+        for path in [folder / f"{student}.kubeconfig" for student in sorted(students)] + [folder / INDEX]:
             if path.exists():
                 path.unlink()
                 lines.append(tr("removed {path}", path=path))
+        if not any(folder.iterdir()):
+            folder.rmdir()
     if not names:
         lines.append(tr("no namespace of the class {name} on this cluster", name=class_name))
     return lines
 
 
+def _read_index(folder: pathlib.Path, class_name: str) -> list[str]:
+    """The students whose kubeconfigs the class wrote in this folder; a folder of another class is refused."""
+    path = folder / INDEX
+    if not path.exists():
+        return []
+    try:
+        index = json.loads(path.read_text())
+        owner, students = index["class"], list(index["students"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ClassClusterError(tr("{path} is not a class index `labsupport class cluster` wrote: {error}",
+                                   path=path, error=e)) from e
+    if owner != class_name:
+        raise ClassClusterError(tr("{path} holds the kubeconfigs of the class {owner}, not {name}: give another "
+                                   "--out", path=folder, owner=owner, name=class_name))
+    return students
+
+
 __all__ = ["NAMESPACE_PREFIX", "ACCOUNT", "ROLE", "CLASS_LABEL", "STUDENT_LABEL", "DEFAULT_CLASS", "ClassClusterError",
            "Sizing", "SIZING", "namespace_of", "class_selector", "check_class_name", "parse_duration",
            "student_objects", "student_kubeconfig", "write_private", "admin_cluster_entry", "Resource", "RESOURCES",
-           "ClusterClient", "make_class", "delete_class"]
+           "ClusterClient", "INDEX", "make_class", "delete_class"]

@@ -691,4 +691,8 @@ MESSAGES: dict[str, str] = {
         "`kubectl get namespace NAME -o yaml`)",
     "removed {path}": "удалён {path}",
     "no namespace of the class {name} on this cluster": "на этом кластере нет ни одного namespace класса {name}",
+    "{path} is not a class index `labsupport class cluster` wrote: {error}":
+        "{path} — не список класса, который пишет `labsupport class cluster`: {error}",
+    "{path} holds the kubeconfigs of the class {owner}, not {name}: give another --out":
+        "в {path} лежат kubeconfig класса {owner}, а не {name}: укажи другой --out",
 }

@@ -206,3 +206,16 @@ def test_the_command_needs_students_and_a_folder(tmp_path, capsys):
     assert "name the students: --roster FILE.csv or --students N" in capsys.readouterr().err
     assert cli.main(["class", "cluster", "--kubeconfig", "k", "--students", "2"]) == 1
     assert "--out DIR is needed" in capsys.readouterr().err
+
+
+def test_a_folder_of_another_class_is_refused_before_the_cluster_is_asked(tmp_path):
+    out = tmp_path / "class"
+    out.mkdir()
+    (out / cluster.INDEX).write_text('{"class": "spring", "students": ["alice"]}')
+    for call in (lambda: cluster.make_class(["alice"], str(tmp_path / "none"), out, class_name="autumn"),
+                 lambda: cluster.delete_class(str(tmp_path / "none"), class_name="autumn", out=out)):
+        with pytest.raises(cluster.ClassClusterError, match="holds the kubeconfigs of the class spring, not autumn"):
+            call()
+    (out / cluster.INDEX).write_text("[1]")
+    with pytest.raises(cluster.ClassClusterError, match="is not a class index"):
+        cluster.make_class(["alice"], str(tmp_path / "none"), out, class_name="autumn")

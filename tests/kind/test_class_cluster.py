@@ -3,7 +3,6 @@ and the student Role; student A's `Lab(backend="kube")` works in A's namespace a
 A everything outside it, as `kubectl auth can-i` and the graded cluster's policy say; `--delete` leaves nothing."""
 from __future__ import annotations
 
-import os
 import secrets
 import stat
 
@@ -69,6 +68,8 @@ def test_a_class_of_three_on_the_shared_cluster(kind_cluster, tmp_path, monkeypa
             doc = yaml.safe_load(path.read_text())
             [context] = doc["contexts"]
             assert context["context"]["namespace"] == f"lab-{student}"
+        assert sorted(p.name for p in out.iterdir()) == sorted([f"{s}.kubeconfig" for s in (a, b, c)] +
+                                                               [cluster.INDEX])
         shown = kind_cluster.kubectl(["get", "role", "lab-student", "-n", f"lab-{a}", "-o", "yaml"], show=False)
         assert shown.returncode == 0, shown.stderr
         first = yaml.safe_load(shown.stdout)
@@ -135,7 +136,7 @@ def test_a_class_of_three_on_the_shared_cluster(kind_cluster, tmp_path, monkeypa
         for student in (a, b, c):
             with pytest.raises(NotFound):
                 kind_cluster.get("namespaces", f"lab-{student}", namespace=None)
-        assert sorted(os.listdir(out)) == []
+        assert not out.exists(), "the kubeconfigs, the index and the folder are gone"
         with pytest.raises(APIError) as gone:
             ann.get("pods")
         assert gone.value.code == 401
