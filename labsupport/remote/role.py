@@ -115,17 +115,19 @@ class StudentPolicy:
             return None if attrs.verb == "create" else ""
         if attrs.verb == "impersonate":
             return ""
+        info = _KINDS_BY_PLURAL.get((attrs.group, attrs.resource))
+        # a namespace named for a cluster-scoped resource (`kubectl auth can-i list nodes -n x`) does not apply
+        namespace = None if info is not None and not info.namespaced else attrs.namespace
         reading = attrs.verb in READING_VERBS
-        if reading and _granted(CLUSTER_READS if attrs.namespace is None else NAMESPACE_READS, attrs):
+        if reading and _granted(CLUSTER_READS if namespace is None else NAMESPACE_READS, attrs):
             return None
-        if attrs.namespace in SYSTEM_NAMESPACES:
-            return f"{attrs.namespace} belongs to the cluster"
-        if attrs.namespace is not None and _granted(NAMESPACE_RULES, attrs):
+        if namespace in SYSTEM_NAMESPACES:
+            return f"{namespace} belongs to the cluster"
+        if namespace is not None and _granted(NAMESPACE_RULES, attrs):
             return None
         if reading:
             return ""
-        info = _KINDS_BY_PLURAL.get((attrs.group, attrs.resource))
-        if info is None or not info.namespaced or attrs.namespace is None:
+        if info is None or not info.namespaced or namespace is None:
             return "only objects in the student's namespaces can be written"
         if info.kind not in WRITABLE_KINDS:
             return f"{info.plural} are written by the cluster's controllers"
