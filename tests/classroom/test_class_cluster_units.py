@@ -219,3 +219,18 @@ def test_a_folder_of_another_class_is_refused_before_the_cluster_is_asked(tmp_pa
     (out / cluster.INDEX).write_text("[1]")
     with pytest.raises(cluster.ClassClusterError, match="is not a class index"):
         cluster.make_class(["alice"], str(tmp_path / "none"), out, class_name="autumn")
+
+
+@pytest.mark.parametrize("attrs, refusal", [
+    (Attributes("list", "nodes", namespace="default"), None),   # kubectl auth can-i sends the context's namespace
+    (Attributes("list", "pods"), None),                          # every namespace at once
+    (Attributes("get", "configmaps", "", "", "kube-system", "kube-proxy"), None),
+    (Attributes("create", "configmaps", "", "", "kube-system"), "kube-system belongs to the cluster"),
+    (Attributes("create", "pods", "", "exec", "kube-system"), "kube-system belongs to the cluster"),
+    (Attributes("delete", "nodes", name="lab-worker"), "only objects in the student's namespaces can be written"),
+    (Attributes("create", "endpointslices", "discovery.k8s.io", "", "default"),
+     "endpointslices are written by the cluster's controllers"),
+    (Attributes("patch", "deployments", "apps", "status", "default"), "status is written by the cluster"),
+])
+def test_the_graded_cluster_is_read_whole_and_written_in_the_students_namespaces(attrs, refusal):
+    assert POLICY.refusal(attrs) == refusal
