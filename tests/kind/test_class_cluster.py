@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import secrets
 import stat
+import subprocess
 
 import pytest
 import yaml
@@ -14,6 +15,7 @@ from labsupport import cli
 from labsupport.apiserver.authz import Attributes
 from labsupport.errors import APIError
 from labsupport.hub import cluster
+from labsupport.kubectl import find_kubectl
 from labsupport.remote.role import POLICY
 from tests.kind import lesson
 
@@ -47,13 +49,19 @@ def _denied(call) -> APIError:
 
 
 def test_a_class_of_three_on_the_shared_cluster(kind_cluster, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path / "state"))
+    admin = kind_cluster.kubeconfig
+
+    def admin_kubectl(*argv: str) -> str:
+        done = subprocess.run([find_kubectl(), "--kubeconfig", admin, *argv], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path / "state"))   # the students' labs write theirs here
     tag = secrets.token_hex(3)
     name = f"t-class-{tag}"
     a, b, c = (f"{who}-{tag}" for who in ("ann", "ben", "cat"))
     roster = tmp_path / "roster.csv"
     roster.write_text(f"id,first_name,last_name,email\n{a},Ann,,\n{b},Ben,,\n{c},Cat,,\n")
-    admin = kind_cluster.kubeconfig
     out = tmp_path / "class"
     make = ["class", "cluster", "--roster", str(roster), "--kubeconfig", admin, "--out", str(out),
             "--class", name, "--token-expiry", "1h"]
@@ -70,15 +78,13 @@ def test_a_class_of_three_on_the_shared_cluster(kind_cluster, tmp_path, monkeypa
             assert context["context"]["namespace"] == f"lab-{student}"
         assert sorted(p.name for p in out.iterdir()) == sorted([f"{s}.kubeconfig" for s in (a, b, c)] +
                                                                [cluster.INDEX])
-        shown = kind_cluster.kubectl(["get", "role", "lab-student", "-n", f"lab-{a}", "-o", "yaml"], show=False)
-        assert shown.returncode == 0, shown.stderr
-        first = yaml.safe_load(shown.stdout)
+        shown = admin_kubectl("get", "role", "lab-student", "-n", f"lab-{a}", "-o", "yaml")
+        first = yaml.safe_load(shown)
         assert first["rules"] == cluster.student_objects(a, name)[2]["rules"]
 
         # run again: the same objects, unchanged (server-side apply of what is already there writes nothing)
         assert cli.main(make) == 0
-        again = yaml.safe_load(kind_cluster.kubectl(["get", "role", "lab-student", "-n", f"lab-{a}", "-o", "yaml"],
-                                                    show=False).stdout)
+        again = yaml.safe_load(admin_kubectl("get", "role", "lab-student", "-n", f"lab-{a}", "-o", "yaml"))
         assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
 
         # student A works in their namespace, as the lessons do
