@@ -1,6 +1,6 @@
 """What one student's namespace costs on a shared cluster: `labsupport class cluster` for a few students, then in
-each namespace, as that student (`Lab(backend="kube")` with their kubeconfig), the lessons' largest set of pods;
-each pod's memory is read from its node (the metrics API when the cluster serves one, else the pod's cgroup on the
+each namespace, as that student (`Lab(backend="kube")` with their kubeconfig), the lessons' largest set of pods and
+some of the lesson's traffic (requests from the client through the Service, a DNS lookup); each pod's memory is read from its node (the metrics API when the cluster serves one, else the pod's cgroup on the
 kind node), and the class is deleted at the end.
 
 Run: .venv/bin/python bench/bench_class_cluster.py --kubeconfig ADMIN.kubeconfig [--students 3]
@@ -103,9 +103,10 @@ def metrics_api(admin: Lab) -> bool:
 def main() -> int:
     """Make a class, fill every namespace, read the pods' memory, print the table, delete the class."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kubeconfig", default=str(state_dir() / "labsupport-test.kubeconfig"))
+    parser.add_argument("--kubeconfig", default=str(state_dir() / "kind-labsupport-test.kubeconfig"))
     parser.add_argument("--students", type=int, default=3)
-    parser.add_argument("--settle", type=float, default=30, help="seconds to wait after every pod is running")
+    parser.add_argument("--settle", type=float, default=30, help="seconds to wait after the traffic")
+    parser.add_argument("--requests", type=int, default=30, help="requests from each client through its Service")
     args = parser.parse_args()
     tag = secrets.token_hex(3)
     name = f"bench-{tag}"
@@ -126,6 +127,10 @@ def main() -> int:
             lab.wait(lambda l: all(p["status"].get("phase") == "Running" for p in l.get("pods"))
                      and len(l.get("pods")) == 16, timeout=600)
         started = time.perf_counter() - began
+        served = 0
+        for lab in labs:   # the lesson's traffic: requests from the client through the Service, one DNS lookup
+            served += sum(lab.curl("http://web/", source="pod/client").status == 200 for _ in range(args.requests))
+            lab.nslookup("web")
         time.sleep(args.settle)
         rows: dict[str, list[dict]] = {}
         per_namespace = []
@@ -140,6 +145,7 @@ def main() -> int:
         top = metrics_api(admin)
         print(f"class of {args.students}: `class cluster` took {made:.1f} s ({made / args.students:.2f} s a student); "
               f"{16 * args.students} pods running {started:.1f} s after the first apply")
+        print(f"{served} of {args.requests * args.students} requests answered 200 (then {args.settle:g} s idle)")
         print(f"metrics API (kubectl top): {'yes' if top else 'no'}; memory read from each pod's cgroup on its node "
               f"({rows and next(iter(rows.values()))[0]['cgroup']})")
         print("| image | pods | working set per pod, median (min–max) | rss per pod, median | usage per pod, median |")

@@ -64,7 +64,8 @@ class Sizing:
 
     The lessons' largest namespace is lesson 07's: 12 replicas, a client pod and a throwaway dnsutils pod, with
     room for a rollout's surge and pods still terminating. Requests are what the scheduler reserves, so they are
-    set near what the lessons' containers use (docs/classroom.md, measured); limits cap a runaway container."""
+    set near what the lessons' containers use (docs/classroom.md, measured); limits cap a runaway container. The
+    quota's totals hold `pods` containers at the LimitRange's defaults, so the pod count is what runs out first."""
 
     pods: int = 30
     services: int = 15
@@ -77,7 +78,7 @@ class Sizing:
     limits_memory: str = "4Gi"
     default_request_cpu: str = "10m"
     default_request_memory: str = "24Mi"
-    default_limit_cpu: str = "500m"
+    default_limit_cpu: str = "250m"
     default_limit_memory: str = "128Mi"
     max_cpu: str = "1"
     max_memory: str = "512Mi"

@@ -80,6 +80,29 @@ def test_each_student_gets_a_labelled_namespace_an_account_the_role_and_limits()
     assert bigger[4]["spec"]["hard"]["pods"] == "50"
 
 
+def _quantity(text: str) -> float:
+    """A Kubernetes quantity of the kinds the sizing uses (`250m`, `24Mi`, `4Gi`, `8`) as a number."""
+    for suffix, factor in (("m", 1e-3), ("Mi", 2 ** 20), ("Gi", 2 ** 30)):
+        if text.endswith(suffix):
+            return float(text[:-len(suffix)]) * factor
+    return float(text)
+
+
+@pytest.mark.parametrize("sizing", [cluster.SIZING, cluster.Sizing(pods=50, limits_cpu="13", limits_memory="7Gi",
+                                                                   requests_memory="2Gi")])
+def test_the_quota_holds_its_pods_at_the_default_requests_and_limits(sizing):
+    spec = {o["kind"]: o.get("spec") for o in cluster.student_objects("alice", "autumn", sizing)}
+    hard, [limits] = spec["ResourceQuota"]["hard"], spec["LimitRange"]["limits"]
+    pods = int(hard["pods"])
+    for total, default in (("requests.cpu", limits["defaultRequest"]["cpu"]),
+                           ("requests.memory", limits["defaultRequest"]["memory"]),
+                           ("limits.cpu", limits["default"]["cpu"]), ("limits.memory", limits["default"]["memory"])):
+        assert pods * _quantity(default) <= _quantity(hard[total]), (total, pods, default, hard[total])
+    for resource in ("cpu", "memory"):
+        assert _quantity(limits["defaultRequest"][resource]) <= _quantity(limits["default"][resource]) \
+            <= _quantity(limits["max"][resource])
+
+
 def _rbac_allows(rules: list[dict], attrs: Attributes) -> bool:
     """RBAC's rule matching, written from the PolicyRule's definition (no wildcards are ever generated)."""
     resource = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
