@@ -95,6 +95,23 @@ def pod_memory(pod: dict) -> dict:
             "rss": int(rss or 0)}
 
 
+SHIM_SCRIPT = r"""
+for p in $(pgrep -f containerd-shim-runc); do
+  echo "$(awk '/^Pss:/{print $2}' /proc/$p/smaps_rollup) $(awk '/VmRSS/{print $2}' /proc/$p/status)"
+done
+"""
+
+
+def shim_memory(nodes: set[str]) -> list[tuple[int, int]]:
+    """Each containerd shim on these nodes (one a pod, outside the pod's cgroup): its PSS and RSS in bytes."""
+    found = []
+    for node in sorted(nodes):
+        out = subprocess.run(["docker", "exec", node, "sh", "-c", SHIM_SCRIPT], capture_output=True, text=True)
+        found += [(int(pss) * 1024, int(rss) * 1024) for pss, rss in
+                  (line.split() for line in out.stdout.splitlines() if len(line.split()) == 2)]
+    return found
+
+
 def metrics_api(admin: Lab) -> bool:
     """Whether the cluster serves the metrics API (`kubectl top`)."""
     return admin.kubectl("top pods -n kube-system", show=False).returncode == 0
@@ -134,9 +151,11 @@ def main() -> int:
         time.sleep(args.settle)
         rows: dict[str, list[dict]] = {}
         per_namespace = []
+        nodes: set[str] = set()
         for lab in labs:
             total = 0
             for pod in lab.get("pods"):
+                nodes.add(pod["spec"]["nodeName"])
                 image = pod["spec"]["containers"][0]["image"]
                 memory = pod_memory(pod)
                 rows.setdefault(image, []).append(memory)
@@ -155,6 +174,10 @@ def main() -> int:
             print(f"| {image} | {len(found)} | {statistics.median(ws):.1f} MiB ({min(ws):.1f}–{max(ws):.1f}) | "
                   f"{statistics.median(m['rss'] / MIB for m in found):.1f} MiB | "
                   f"{statistics.median(m['usage'] / MIB for m in found):.1f} MiB |")
+        shims = shim_memory(nodes)
+        print(f"containerd shims on those {len(nodes)} nodes (one a pod, outside its cgroup): {len(shims)}, PSS "
+              f"median {statistics.median(p for p, _ in shims) / MIB:.1f} MiB, RSS median "
+              f"{statistics.median(r for _, r in shims) / MIB:.1f} MiB")
         print(f"namespace of 16 pods, working set: median {statistics.median(per_namespace) / MIB:.0f} MiB, "
               f"max {max(per_namespace) / MIB:.0f} MiB")
         print(json.dumps({"seconds_per_student": made / args.students,

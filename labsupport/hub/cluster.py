@@ -72,12 +72,12 @@ class Sizing:
     node_ports: int = 6
     load_balancers: int = 4
     config_maps: int = 20
-    requests_cpu: str = "1"
-    requests_memory: str = "1Gi"
+    requests_cpu: str = "500m"
+    requests_memory: str = "512Mi"
     limits_cpu: str = "8"
     limits_memory: str = "4Gi"
-    default_request_cpu: str = "10m"
-    default_request_memory: str = "24Mi"
+    default_request_cpu: str = "5m"
+    default_request_memory: str = "8Mi"
     default_limit_cpu: str = "250m"
     default_limit_memory: str = "128Mi"
     max_cpu: str = "1"

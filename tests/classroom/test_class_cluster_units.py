@@ -74,15 +74,15 @@ def test_each_student_gets_a_labelled_namespace_an_account_the_role_and_limits()
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lab-student"}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "student", "namespace": "lab-alice"}]
     quota, limits = objects[4]["spec"]["hard"], objects[5]["spec"]["limits"][0]
-    assert quota["pods"] == "30" and quota["requests.memory"] == "1Gi"
-    assert limits["defaultRequest"] == {"cpu": "10m", "memory": "24Mi"}
+    assert quota["pods"] == "30" and quota["requests.memory"] == "512Mi"
+    assert limits["defaultRequest"] == {"cpu": "5m", "memory": "8Mi"}
     bigger = cluster.student_objects("alice", "autumn", cluster.Sizing(pods=50))
     assert bigger[4]["spec"]["hard"]["pods"] == "50"
 
 
 def _quantity(text: str) -> float:
     """A Kubernetes quantity of the kinds the sizing uses (`250m`, `24Mi`, `4Gi`, `8`) as a number."""
-    for suffix, factor in (("m", 1e-3), ("Mi", 2 ** 20), ("Gi", 2 ** 30)):
+    for suffix, factor in (("Mi", 2 ** 20), ("Gi", 2 ** 30), ("m", 1e-3)):
         if text.endswith(suffix):
             return float(text[:-len(suffix)]) * factor
     return float(text)

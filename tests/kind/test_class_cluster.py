@@ -97,7 +97,8 @@ def test_a_class_of_three_on_the_shared_cluster(kind_cluster, tmp_path, monkeypa
         ann.wait(lambda l: lesson.ready(l, "echo") == 3 and len(lesson.running_pods(l, "client")) == 1,
                  timeout=180)
         pods = ann.get("pods", selector="app=echo")
-        assert all(p["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "10m", "memory": "24Mi"}
+        defaults = {"cpu": cluster.SIZING.default_request_cpu, "memory": cluster.SIZING.default_request_memory}
+        assert all(p["spec"]["containers"][0]["resources"]["requests"] == defaults
                    for p in pods), "the LimitRange gives every container its default requests"
         result = ann.curl("http://echo/hostname", source="pod/client")
         assert result.status == 200 and result.pod in [p["metadata"]["name"] for p in pods]
