@@ -1,4 +1,5 @@
-"""`labsupport class up|down|status`: a JupyterHub class on this machine."""
+"""`labsupport class up|down|status`: a JupyterHub class on this machine; `labsupport class cluster`: a class on
+one shared Kubernetes cluster."""
 from __future__ import annotations
 
 import argparse
@@ -21,6 +22,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     status = sub.add_parser("status", help="where the class's hub is, and who is in it")
     status.add_argument("--state-dir", default=None)
     status.set_defaults(func=cmd_status)
+    cluster = sub.add_parser("cluster", help="a class on one shared Kubernetes cluster: for each student of the "
+                                             "roster a namespace, an account, the student Role, limits and a "
+                                             "kubeconfig (--delete removes them)")
+    who = cluster.add_mutually_exclusive_group()
+    who.add_argument("--roster", metavar="CSV", help="the students: a CSV with a header naming an `id` column, as "
+                                                     "`nbgrader db student import` reads it")
+    who.add_argument("--students", type=int, help="the students of `class up --students N` (labclass-s01 …)")
+    cluster.add_argument("--kubeconfig", required=True, help="an administrator's kubeconfig for the cluster")
+    cluster.add_argument("--context", default=None, help="its context to use (default: its current context)")
+    cluster.add_argument("--out", metavar="DIR", help="where each student's kubeconfig is written (ID.kubeconfig, "
+                                                      "mode 0600); needed to make a class")
+    cluster.add_argument("--class", dest="class_name", default="services-lab",
+                         help="the class's name, labelled on each namespace (default services-lab)")
+    cluster.add_argument("--token-expiry", default="24h",
+                         help="how long each student's token lasts: 90m, 12h, 7d (default 24h; run again for new "
+                              "tokens)")
+    cluster.add_argument("--delete", action="store_true", help="delete every namespace of the class (and the "
+                                                               "kubeconfigs in --out)")
+    cluster.set_defaults(func=cmd_cluster)
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -53,6 +73,29 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"no class in {state_dir(args.state_dir)} (start one with `labsupport class up --students N`)")
         return 1
     _print(state)
+    return 0
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    """Make, bring up to date, or delete a class on a shared cluster."""
+    from labsupport.hub.cluster import ClassClusterError, delete_class, make_class, parse_duration
+    from labsupport.hub.roster import numbered_roster, read_roster
+    from labsupport.i18n import tr
+    if args.delete:
+        lines = delete_class(args.kubeconfig, class_name=args.class_name, out=args.out, context=args.context)
+    else:
+        if not args.out:
+            raise ClassClusterError(tr("--out DIR is needed: the folder each student's kubeconfig is written to"))
+        if args.roster:
+            students = [s.id for s in read_roster(args.roster)]
+        elif args.students is not None:
+            students = numbered_roster(args.students).students
+        else:
+            raise ClassClusterError(tr("name the students: --roster FILE.csv or --students N"))
+        lines = make_class(students, args.kubeconfig, args.out, class_name=args.class_name,
+                           token_seconds=parse_duration(args.token_expiry), context=args.context)
+    for line in lines:
+        print(line)
     return 0
 
 

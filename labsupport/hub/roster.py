@@ -2,7 +2,8 @@
 
 Every account the project makes is named `labclass-…`, so `labsupport clean` finds them even when the state file
 of the run that made them is gone. A roster is plain data; `create_account` and `delete_account` turn one name into
-a Unix user and back. (A cluster-side roster, a namespace and a Role per student, would read the same `Roster`.)
+a Unix user and back. A class on a shared cluster reads its students from a roster file instead (`read_roster`:
+nbgrader's `nbgrader db student import` CSV), or takes the students of `numbered_roster`.
 
 >>> r = numbered_roster(2)
 >>> r.instructor, r.students
@@ -10,6 +11,7 @@ a Unix user and back. (A cluster-side roster, a namespace and a Role per student
 """
 from __future__ import annotations
 
+import csv
 import pathlib
 import pwd
 import re
@@ -17,6 +19,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from labsupport.errors import LabError
+from labsupport.i18n import tr
 
 #: The prefix of every Unix account a class makes.
 PREFIX = "labclass-"
@@ -55,6 +58,62 @@ def numbered_roster(students: int) -> Roster:
     if not 1 <= students <= 999:
         raise RosterError(f"--students {students}: a class has 1 to 999 students")
     return Roster(PREFIX + "teacher", [f"{PREFIX}s{i:02d}" for i in range(1, students + 1)])
+
+
+#: A student id that can name a namespace `lab-ID`: a DNS label (lower case, digits, '-'), at most 59 characters.
+STUDENT_ID = re.compile(r"^[a-z0-9]([a-z0-9-]{0,57}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class Student:
+    """One student of a roster file: their id (nbgrader's and JupyterHub's user name) and the line it is on."""
+
+    id: str
+    where: str
+
+
+def read_roster(path: str | pathlib.Path) -> list[Student]:
+    """The students of a roster CSV as `nbgrader db student import` reads it: a header naming an `id` column
+    (first_name, last_name, email and other columns may follow), then one student a line; blank lines are skipped.
+    A bad line is refused with file:line and what is wrong."""
+    path = pathlib.Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise RosterError(tr("cannot read the roster {path}: {error}", path=path, error=e)) from e
+    rows = csv.reader(text.splitlines())
+    header: list[str] | None = None
+    students: list[Student] = []
+    seen: dict[str, str] = {}
+    for number, row in enumerate(rows, start=1):
+        where = f"{path}:{number}"
+        if not any(cell.strip() for cell in row):
+            continue
+        if header is None:
+            header = [cell.strip().lower() for cell in row]
+            if "id" not in header:
+                raise RosterError(tr("{where}: the roster's first line must name its columns, one of them `id` "
+                                     "(as `nbgrader db student import` wants: id,first_name,last_name,email); "
+                                     "it is {line!r}", where=where, line=",".join(row)))
+            continue
+        if len(row) > len(header):
+            raise RosterError(tr("{where}: {count} fields, but the header names {columns} columns",
+                                 where=where, count=len(row), columns=len(header)))
+        student_id = row[header.index("id")].strip() if header.index("id") < len(row) else ""
+        if not student_id:
+            raise RosterError(tr("{where}: no student id in the `id` column", where=where))
+        if not STUDENT_ID.match(student_id):
+            raise RosterError(tr("{where}: the student id {id!r} cannot name a namespace: use lower-case letters, "
+                                 "digits and '-', starting and ending with a letter or digit, at most 59 characters",
+                                 where=where, id=student_id))
+        if student_id in seen:
+            raise RosterError(tr("{where}: the student id {id!r} is already on {first}", where=where,
+                                 id=student_id, first=seen[student_id]))
+        seen[student_id] = where
+        students.append(Student(student_id, where))
+    if not students:
+        raise RosterError(tr("{path}: the roster names no student", path=path))
+    return students
 
 
 def account_exists(name: str) -> bool:
@@ -98,5 +157,5 @@ def _run(argv: list[str], stdin: str | None = None) -> None:
         raise RosterError(f"{argv[0]} failed ({proc.returncode}): {proc.stderr.strip()}")
 
 
-__all__ = ["PREFIX", "COMMENT", "Roster", "RosterError", "numbered_roster", "class_accounts", "create_account",
+__all__ = ["PREFIX", "COMMENT", "Roster", "RosterError", "Student", "STUDENT_ID", "read_roster", "numbered_roster", "class_accounts", "create_account",
            "delete_account", "account_exists"]

@@ -626,4 +626,73 @@ MESSAGES: dict[str, str] = {
     # --- strict apply, the terminal's kubeconfig, a blank assignment's checks ---------------------------------
     'invalid validate option {value!r}: give True or "strict", "warn", False or "ignore"':
         'неверное значение validate {value!r}: укажи True или "strict", "warn", False или "ignore"',
+
+    # --- a class on a shared cluster: the roster, `labsupport class cluster` -----------------------------------
+    "cannot read the roster {path}: {error}": "не получается прочитать список класса {path}: {error}",
+    "{where}: the roster's first line must name its columns, one of them `id` (as `nbgrader db student import` "
+    "wants: id,first_name,last_name,email); it is {line!r}":
+        "{where}: первая строка списка класса должна называть столбцы, и среди них `id` (так их ждёт "
+        "`nbgrader db student import`: id,first_name,last_name,email); а там {line!r}",
+    "{where}: {count} fields, but the header names {columns} columns":
+        "{where}: полей {count}, а заголовок называет столбцов {columns}",
+    "{where}: no student id in the `id` column": "{where}: в столбце `id` нет идентификатора студента",
+    "{where}: the student id {id!r} cannot name a namespace: use lower-case letters, digits and '-', starting and "
+    "ending with a letter or digit, at most 59 characters":
+        "{where}: идентификатор студента {id!r} не годится в имя namespace: бери строчные латинские буквы, цифры и "
+        "'-', первый и последний знак — буква или цифра, не длиннее 59 знаков",
+    "{where}: the student id {id!r} is already on {first}": "{where}: идентификатор студента {id!r} уже есть в {first}",
+    "{path}: the roster names no student": "{path}: в списке класса нет ни одного студента",
+    "--out DIR is needed: the folder each student's kubeconfig is written to":
+        "нужен --out DIR: папка, куда записать kubeconfig каждого студента",
+    "name the students: --roster FILE.csv or --students N": "назови студентов: --roster FILE.csv или --students N",
+    "--class {name!r}: a class name must be a label value: lower-case letters, digits, '.' and '-', starting and "
+    "ending with a letter or digit, at most 63 characters":
+        "--class {name!r}: имя класса должно годиться в значение метки: строчные латинские буквы, цифры, '.' и '-', "
+        "первый и последний знак — буква или цифра, не длиннее 63 знаков",
+    "--token-expiry {value!r}: give a number and a unit, m, h or d (90m, 12h, 7d)":
+        "--token-expiry {value!r}: укажи число и единицу, m, h или d (90m, 12h, 7d)",
+    "--token-expiry {value}: the API server issues tokens for 10 minutes (10m) or more":
+        "--token-expiry {value}: API-сервер выдаёт токены не меньше чем на 10 минут (10m)",
+    "cannot read the kubeconfig {path}: {error}": "не получается прочитать kubeconfig {path}: {error}",
+    "the kubeconfig {path} has no context {context!r} (its contexts: {known})":
+        "в kubeconfig {path} нет контекста {context!r} (его контексты: {known})",
+    "the kubeconfig {path}: context {context!r} names the cluster {cluster!r}, which has no server":
+        "kubeconfig {path}: контекст {context!r} называет кластер {cluster!r}, у которого нет адреса сервера",
+    "cannot read the cluster's CA {path} named in {kubeconfig}: {error}":
+        "не получается прочитать CA кластера {path}, названный в {kubeconfig}: {error}",
+    "cannot load the kubeconfig {path}: {error}": "не получается загрузить kubeconfig {path}: {error}",
+    "cannot reach the Kubernetes API server at {host} (kubeconfig {path}): {error}. Is the cluster running, and is "
+    "the kubeconfig current?":
+        "API-сервер Kubernetes по адресу {host} недоступен (kubeconfig {path}): {error}. Запущен ли кластер и "
+        "актуален ли kubeconfig?",
+    "the API server at {host} does not accept the credentials of {path} (401 Unauthorized): is the kubeconfig's "
+    "token or certificate current?":
+        "API-сервер по адресу {host} не принимает учётные данные из {path} (401 Unauthorized): актуальны ли токен "
+        "или сертификат в kubeconfig?",
+    "{method} {url} was refused (403): {message}. `labsupport class cluster` needs an administrator's kubeconfig "
+    "(cluster-admin)":
+        "{method} {url} отклонён (403): {message}. `labsupport class cluster` нужен kubeconfig администратора "
+        "(cluster-admin)",
+    "{method} {url} failed ({code}): {message}": "{method} {url} не удался ({code}): {message}",
+    "the account of {path} may not {missing}: `labsupport class cluster` needs an administrator's kubeconfig "
+    "(cluster-admin)":
+        "учётной записи из {path} нельзя {missing}: `labsupport class cluster` нужен kubeconfig администратора "
+        "(cluster-admin)",
+    "the namespace {namespace} exists and is not the class {name}'s ({label}: {owner}): give that student another "
+    "id, or remove the namespace":
+        "namespace {namespace} уже есть и не принадлежит классу {name} ({label}: {owner}): дай этому студенту другой "
+        "идентификатор или удали этот namespace",
+    "none": "нет",
+    "{namespace}: {path} (token until {expires})": "{namespace}: {path} (токен действует до {expires})",
+    "deleted the namespace {namespace}": "удалён namespace {namespace}",
+    "after {seconds} s these namespaces are still terminating: {names} (`kubectl get namespace NAME -o yaml` shows "
+    "what holds them)":
+        "через {seconds} с эти namespace всё ещё удаляются: {names} (что их держит, покажет "
+        "`kubectl get namespace NAME -o yaml`)",
+    "removed {path}": "удалён {path}",
+    "no namespace of the class {name} on this cluster": "на этом кластере нет ни одного namespace класса {name}",
+    "{path} is not a class index `labsupport class cluster` wrote: {error}":
+        "{path} — не список класса, который пишет `labsupport class cluster`: {error}",
+    "{path} holds the kubeconfigs of the class {owner}, not {name}: give another --out":
+        "в {path} лежат kubeconfig класса {owner}, а не {name}: укажи другой --out",
 }
