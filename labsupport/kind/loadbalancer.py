@@ -335,6 +335,9 @@ class LoadBalancerController:
         """One pass: addresses, routes, statuses. Returns the Services' resourceVersion and how long to wait
         before the next pass when nothing changes."""
         with self._lock:
+            # the routes are read before the Services are listed: a route another controller has just added is
+            # then always for a Service this list shows, so no pass takes away a route it has not heard of yet
+            current = self._read_routes()
             listed = self.api("GET", "/api/v1/services")
             services = listed.get("items") or []
             version = (listed.get("metadata") or {}).get("resourceVersion")
@@ -342,13 +345,12 @@ class LoadBalancerController:
             self.unassigned = dict(alloc.unassigned)
             nodes = node_addresses(self.api("GET", "/api/v1/nodes").get("items") or [])
             urls = health_checks(services, alloc.assigned, nodes)
-            current, health = self._client_state(urls) if (alloc.assigned or self.routes or alloc.release) \
-                else ({}, {})
-            desired = desired_routes(services, alloc.assigned, nodes, health)
+            desired = desired_routes(services, alloc.assigned, nodes, self._health(urls) if urls else {})
             lines = route_changes(desired, current)
             if lines:
-                done = self.client(["ip", "-batch", "-"], "\n".join(lines) + "\n")
-                if not done.ok:
+                done = self.client(["ip", "-force", "-batch", "-"], "\n".join(lines) + "\n")
+                after = self._read_routes() if not done.ok else desired
+                if any(after.get(ip) != hops for ip, hops in desired.items()):
                     raise BackendUnavailable(tr("setting the kind load balancer's routes in the client container "
                                                 "failed: {output}", output=(done.stderr or done.stdout).strip()[:300]))
             self.routes = desired
@@ -359,19 +361,21 @@ class LoadBalancerController:
                 self._write_status(by_key[key], None)
             return version, HEALTH_PERIOD if urls else IDLE_PERIOD
 
-    def _client_state(self, urls: list[str]) -> tuple[dict[str, tuple[str, ...]], dict[str, int]]:
-        """The client container's balancer routes and, from there, the health checks' answers (one command)."""
-        script = "ip -4 route show; echo ---"
-        if urls:
-            outs = " ".join(f"-o /dev/null '{url}'" for url in urls)
-            script += (f"; curl -s -Z --connect-timeout 1 --max-time 2 -w '%{{url_effective}} %{{http_code}}\\n' "
-                       f"{outs}; true")
-        done = self.client(["sh", "-c", script], None)
+    def _read_routes(self) -> dict[str, tuple[str, ...]]:
+        """The balancer's routes in the client container now."""
+        done = self.client(["ip", "-4", "route", "show"], None)
         if not done.ok:
             raise BackendUnavailable(tr("reading the client container's routes failed: {output}",
                                         output=(done.stderr or done.stdout).strip()[:300]))
-        routes_text, _, health_text = done.stdout.partition("---\n")
-        return parse_routes(routes_text, self.pool), parse_health(health_text)
+        return parse_routes(done.stdout, self.pool)
+
+    def _health(self, urls: list[str]) -> dict[str, int]:
+        """Ask every health-check URL at once from the client container (where a balancer's checks come from)."""
+        argv = ["curl", "-s", "-Z", "--connect-timeout", "1", "--max-time", "2",
+                "-w", "%{url_effective} %{http_code}\n"]
+        for url in urls:
+            argv += ["-o", "/dev/null", url]
+        return parse_health(self.client(argv, None).stdout)
 
     def _write_status(self, service: dict, ip: str | None) -> None:
         namespace, name = service_key(service)

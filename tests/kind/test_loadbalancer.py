@@ -167,7 +167,7 @@ class FakeCluster:
         return self.services[key]
 
     def client(self, argv: list[str], input: str | None) -> CommandResult:
-        if argv[:2] == ["ip", "-batch"]:
+        if argv[0] == "ip" and "-batch" in argv:
             self.batches.append(input or "")
             for line in (input or "").splitlines():
                 words = line.split()
@@ -177,21 +177,20 @@ class FakeCluster:
                 else:
                     self.routes[dst] = line
             return CommandResult(argv, 0)
-        out = ""
-        for dst, line in self.routes.items():
-            hops = line.split()[3:]
-            if "unreachable" in line:
-                out += f"unreachable {dst}\n"
-            elif "nexthop" in line:
-                out += f"{dst}\n" + "".join(f"\tnexthop via {h} dev eth0 weight 1\n" for h in hops if h[0].isdigit())
-            else:
-                out += f"{dst} via {hops[-1]} dev eth0\n"
-        out += "---\n"
-        for word in argv[-1].split():
-            url = word.strip("';")
-            if url.startswith("http://"):
-                out += f"{url} {200 if url in self.healthy else 503}\n"
-        return CommandResult(argv, 0, out)
+        if argv[0] == "ip":
+            out = "default via 172.30.0.1 dev eth0\n"
+            for dst, line in self.routes.items():
+                hops = [w for w in line.split()[3:] if w[0].isdigit()]
+                if "unreachable" in line:
+                    out += f"unreachable {dst}\n"
+                elif "nexthop" in line:
+                    out += f"{dst}\n" + "".join(f"\tnexthop via {h} dev eth0 weight 1\n" for h in hops)
+                else:
+                    out += f"{dst} via {hops[-1]} dev eth0\n"
+            return CommandResult(argv, 0, out)
+        assert argv[0] == "curl" and argv[argv.index("-w") + 1] == "%{url_effective} %{http_code}\n"
+        urls = [argv[i + 1] for i, word in enumerate(argv[:-1]) if word == "/dev/null"]
+        return CommandResult(argv, 7, "".join(f"{u} {200 if u in self.healthy else 503}\n" for u in urls))
 
 
 def test_the_controller_assigns_routes_and_releases():
