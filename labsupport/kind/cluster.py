@@ -306,7 +306,8 @@ class KindBackend(KubeBackend):
         super().close()
 
     def client_ip(self) -> str:
-        """The client container's address on the kind network."""
+        """The client container's address on the kind network (the container is started first if need be)."""
+        self.kind_cluster.ensure_client()
         return self.kind_cluster.client_ip() or "(the client container)"
 
     # --- nodes --------------------------------------------------------------------------------------------------
@@ -436,8 +437,25 @@ class KindBackend(KubeBackend):
         host = (parse_host(target) or "")
         return self._node_ips().get(host)
 
+    def _by_node_address(self, target: str) -> str:
+        """The URL with a node's name as its host (a lesson's `lab-control-plane`, or this cluster's own node
+        names) turned into that node's address, as the embedded cluster resolves node names."""
+        from urllib.parse import urlsplit, urlunsplit
+        parts = urlsplit(target)
+        host = parts.hostname
+        if not host or parse_host(target) is not None:
+            return target
+        names = self.kind_cluster.nodes()
+        alias = f"{self.kind_cluster.name}-{host[len(EMBEDDED_NODE_PREFIX):]}"
+        name = host if host in names else alias if host.startswith(EMBEDDED_NODE_PREFIX) and alias in names else None
+        ip = next((ip for ip, node in self._node_ips().items() if node == name), None) if name else None
+        if ip is None:
+            return target
+        netloc = ip + (f":{parts.port}" if parts.port else "")
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
     def _curl_raw(self, url: str, source: str, options: dict) -> tuple[CurlResult, tool_output.CurlOutput | None]:
-        target = url if "://" in url else f"http://{url}"
+        target = self._by_node_address(url if "://" in url else f"http://{url}")
         argv = tool_output.curl_argv(target, headers=options.get("headers"), timeout=float(options.get("timeout", 10)))
         kind, _, rest = source.partition("/")
         if source in ("client", "outside", "external"):
@@ -474,6 +492,8 @@ class KindBackend(KubeBackend):
         if not out.local_port:
             return None, None
         target = url if "://" in url else f"http://{url}"
+        if parse_host(target) is None and out.remote_ip:
+            target = f"http://{out.remote_ip}/"   # a name: the address curl connected to
         try:
             node = self._entry_node(target, source)
             nodes = [node] if node is not None else self._balancer_entry_nodes(target, source, out)
@@ -535,7 +555,7 @@ class KindBackend(KubeBackend):
 
     def trace(self, url: str, source: str) -> Trace:
         """One real request, with the kube-proxy rules whose counters it moved and its conntrack entry."""
-        target = url if "://" in url else f"http://{url}"
+        target = self._by_node_address(url if "://" in url else f"http://{url}")
         node = self._entry_node(target, source)
         mode = self.proxy_mode()
         before = {(c.table, c.chain, c.rule): c.packets for c in self._counters(node, mode)} if node else {}

@@ -338,3 +338,13 @@ def test_a_lessons_embedded_node_name_reaches_the_kind_node_of_that_role(kind_la
     from labsupport.errors import NotFound
     with pytest.raises(NotFound):
         kind_lab.proxy_rules("node/lab-worker7")
+
+
+def test_a_node_name_in_a_url_is_curled_at_that_nodes_address(kind_lab):
+    worker = kind_lab.get("nodes", "lab-worker")
+    ip = next(a["address"] for a in worker["status"]["addresses"] if a["type"] == "InternalIP")
+    kind_lab.curl("http://lab-worker:30080/hostname")
+    curls = [c for c in kind_lab.runner.commands() if c.startswith("docker exec") and " curl " in c]
+    assert curls and curls[-1].endswith(f" http://{ip}:30080/hostname")
+    kind_lab.curl("http://lab-nowhere:30080/")
+    assert [c for c in kind_lab.runner.commands() if " curl " in c][-1].endswith(" http://lab-nowhere:30080/")
