@@ -658,8 +658,11 @@ class KindBackend(KubeBackend):
 
     # --- tools --------------------------------------------------------------------------------------------------
     def kubeconfig(self) -> str:
-        """kind's kubeconfig for this cluster."""
-        return str(self.kind_cluster.kubeconfig_path)
+        """kind's kubeconfig for this cluster; for a lab in a namespace of its own, a copy whose context points
+        there (so `lab.kubectl(...)` and the lab's verbs see the same objects)."""
+        if self.namespace == "default":
+            return str(self.kind_cluster.kubeconfig_path)
+        return super().kubeconfig()
 
     def summary_html(self) -> str:
         """A short HTML card for the Lab's repr."""

@@ -74,7 +74,7 @@ def test_addresses_are_assigned_routed_and_taken_back(kind_ns):
     answer = first_answer(kind_ns, f"http://{ip}/hostname")
     assert answer.body in {p["metadata"]["name"] for p in kind_ns.get("pods", selector="app=echo")}
     assert f"{ip} " in client_routes(kind_ns) or f"{ip}\n" in client_routes(kind_ns)
-    # kubectl, not lab.apply: the controller's thread finds it by itself
+    # kubectl (in the lab's namespace, as lab.kubectl runs it), not lab.apply: the controller's thread finds it
     manifest = ("apiVersion: v1\nkind: Service\nmetadata: {name: second}\nspec:\n  type: LoadBalancer\n"
                 "  selector: {app: echo}\n  ports: [{port: 80, targetPort: 8080}]\n")
     kind_ns.kubectl("apply -f -", input=manifest, show=False)
