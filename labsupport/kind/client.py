@@ -752,9 +752,24 @@ class KubeBackend:
             nodes = []
         ns = self.namespace
         mode = self.proxy_mode()
-        return ClusterSnapshot(nodes=nodes, pods=self.list("pods", ns, None), services=self.list("services", ns, None),
-                               endpointslices=self.list("endpointslices", ns, None),
-                               workloads=self.list("deployments", ns, None) + self.list("statefulsets", ns, None),
+
+        def listed(kind: str) -> list[dict]:
+            # "default" means the lab's own namespace in every verb here; the picture, which shows namespace
+            # "default" unless told otherwise, sees the lab's objects under that name too
+            items = self.list(kind, ns, None)
+            if ns == "default":
+                return items
+            items = [{**o, "metadata": {**o["metadata"], "namespace": "default"}} for o in items]
+            for o in items:
+                if o.get("endpoints"):
+                    o["endpoints"] = [{**e, "targetRef": {**e["targetRef"], "namespace": "default"}}
+                                      if (e.get("targetRef") or {}).get("namespace") == ns else e
+                                      for e in o["endpoints"]]
+            return items
+
+        return ClusterSnapshot(nodes=nodes, pods=listed("pods"), services=listed("services"),
+                               endpointslices=listed("endpointslices"),
+                               workloads=listed("deployments") + listed("statefulsets"),
                                proxies={n["metadata"]["name"]: ProxyStatus(mode=mode, running=True) for n in nodes})
 
     def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:

@@ -21,7 +21,8 @@ from labsupport.errors import APIError, BackendUnavailable, BadRequest, NotFound
 from labsupport import tool_output
 from labsupport.kind import parse
 from labsupport.kind.client import KubeBackend
-from labsupport.kind.engine import cgroup_v1, ensure_network, lacks_sys_resource
+from labsupport.kind.engine import KIND_NETWORK, cgroup_v1, ensure_network, lacks_sys_resource
+from labsupport.kind.loadbalancer import LoadBalancerController, Network, is_ours
 from labsupport.kind.images import NODE_IMAGE as LOCAL_NODE_IMAGE, local_node_image
 from labsupport.kind.config import (CLIENT_IMAGE, DEFAULT_CLUSTER, LESSON_IMAGES, NODE_IMAGE, NODE_PORTS, PREFIX,
                                     cluster_config, config_problems, config_yaml)
@@ -34,6 +35,10 @@ from labsupport.model.kinds import resolve
 EMBEDDED_NODE_PREFIX = "lab-"
 STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
 CREATE_WAIT = "180s"
+MULTIPATH_HASH_SYSCTL = "net.ipv4.fib_multipath_hash_policy"
+#: what `docker inspect` prints of the client container: running, its added capability, its hash policy
+CLIENT_STATE_FORMAT = ("{{.State.Running}} {{range .HostConfig.CapAdd}}{{.}}{{end}} "
+                       '{{index .HostConfig.Sysctls "' + MULTIPATH_HASH_SYSCTL + '"}}')
 
 
 @dataclass
@@ -183,22 +188,35 @@ class KindCluster:
         return f"{self.name}-client"
 
     def ensure_client(self) -> str:
-        """Start (once) a container on the kind network to curl from "outside the cluster"."""
-        state = self.runner.run(["docker", "inspect", "-f", "{{.State.Running}}", self.client_name], timeout=60)
-        if state.ok and state.stdout.strip() == "true":
+        """Start (once) a container on the kind network to curl from "outside the cluster". It may set routes
+        (NET_ADMIN: the kind load balancer's routes live there) and hashes a connection's ports to pick among
+        equal routes (`net.ipv4.fib_multipath_hash_policy=1`); a client container made without them is made
+        again."""
+        state = self.runner.run(["docker", "inspect", "-f", CLIENT_STATE_FORMAT, self.client_name], timeout=60)
+        words = state.stdout.split()
+        if state.ok and words[:1] == ["true"] and "NET_ADMIN" in state.stdout and words[-1:] == ["1"]:
             return self.client_name
         if state.ok:
             self.runner.run(["docker", "rm", "-f", self.client_name], timeout=60)
         result = self.runner.run(["docker", "run", "-d", "--name", self.client_name, "--network", "kind",
-                                  "--label", f"{CLIENT_LABEL}={self.name}", "--entrypoint", "sleep", CLIENT_IMAGE,
+                                  "--label", f"{CLIENT_LABEL}={self.name}", "--cap-add", "NET_ADMIN",
+                                  "--sysctl", f"{MULTIPATH_HASH_SYSCTL}=1", "--entrypoint", "sleep", CLIENT_IMAGE,
                                   "infinity"], timeout=300)
         if not result.ok:
             raise self._fail(f"starting the client container {self.client_name}", result)
         return self.client_name
 
-    def client_exec(self, argv: list[str]) -> CommandResult:
-        """Run a command in the client container."""
-        return self.runner.run(["docker", "exec", self.ensure_client(), *argv], timeout=120)
+    def client_exec(self, argv: list[str], input: str | None = None) -> CommandResult:
+        """Run a command in the client container (with `input` on its stdin when given)."""
+        return self.runner.run(["docker", "exec", *(["-i"] if input is not None else []), self.ensure_client(),
+                                *argv], input=input, timeout=120)
+
+    def network(self) -> Network:
+        """The kind Docker network the nodes sit on (`docker network inspect kind`)."""
+        result = self.runner.run(["docker", "network", "inspect", KIND_NETWORK], timeout=60)
+        if not result.ok:
+            raise self._fail(f"docker network inspect {KIND_NETWORK}", result)
+        return Network.from_inspect(result.stdout)
 
     def client_ip(self) -> str | None:
         """The client container's address on the kind network."""
@@ -220,7 +238,7 @@ class KindBackend(KubeBackend):
                  workers: int = 3, image: str | None = NODE_IMAGE, load_images: bool = True,
                  runner: CommandRunner | None = None, progress: str | None = None,
                  node_ports: tuple[int, ...] | None = None, request_timeout: float = 30, create: bool = True,
-                 preflight: bool = True):
+                 preflight: bool = True, load_balancer: bool = True):
         runner = runner or CommandRunner()
         if preflight:
             found = problems(proxy_mode, runner)
@@ -238,9 +256,60 @@ class KindBackend(KubeBackend):
         self._virtual = False
         if not created and self.proxy_mode() != proxy_mode:
             self.set_proxy_mode(proxy_mode)
+        self.load_balancer: LoadBalancerController | None = None
+        self.load_balancer_problem: str | None = None
+        if load_balancer:
+            self._start_load_balancer()
+
+    # --- the load balancer --------------------------------------------------------------------------------------
+    def _start_load_balancer(self) -> None:
+        """Start the kind load balancer's controller (labsupport/kind/loadbalancer.py) in a background thread;
+        where it cannot run, say why when a LoadBalancer Service is applied."""
+        try:
+            network = self.kind_cluster.network()
+            self.load_balancer = LoadBalancerController(
+                lambda method, path, body=None, query=None: self._call(method, path, body=body, query=query),
+                lambda argv, input=None: self.kind_cluster.client_exec(argv, input), network,
+                watch=self._watch_services)
+        except (APIError, BackendUnavailable) as e:
+            self.load_balancer_problem = str(e)
+            return
+        self.load_balancer.start()
+
+    def _watch_services(self, version: str | None, seconds: int) -> None:
+        """Return at the first change to any Service after `version`, or after `seconds`."""
+        response = self._call("GET", "/api/v1/services",
+                              query=[("watch", "true"), ("resourceVersion", version),
+                                     ("timeoutSeconds", max(1, int(seconds)))], stream=True, timeout=seconds + 5)
+        try:
+            for chunk in response.stream(4096, decode_content=True):
+                if chunk:
+                    return
+        finally:
+            response.release_conn()
+
+    def apply(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """Create or update the object; a `type: LoadBalancer` Service returns once the kind load balancer has
+        given it an address (so the next line can read `status.loadBalancer.ingress`)."""
+        stored = super().apply(obj, field_validation)
+        if stored.get("kind") != "Service" or not is_ours(stored):
+            return stored
+        namespace, name = stored["metadata"].get("namespace"), stored["metadata"]["name"]
+        if self.load_balancer is None:
+            raise BackendUnavailable(tr("Service {name} is of type LoadBalancer, but the kind load balancer is not "
+                                        "running: {why}", name=name,
+                                        why=self.load_balancer_problem or tr("it was turned off with Lab(..., load_balancer=False)")))
+        return self._typed(resolve("services"), self.load_balancer.wait_assigned(namespace, name))
+
+    def close(self) -> None:
+        """Stop the load balancer's controller (its routes and addresses stay), then close the client."""
+        if self.load_balancer is not None:
+            self.load_balancer.stop()
+        super().close()
 
     def client_ip(self) -> str:
-        """The client container's address on the kind network."""
+        """The client container's address on the kind network (the container is started first if need be)."""
+        self.kind_cluster.ensure_client()
         return self.kind_cluster.client_ip() or "(the client container)"
 
     # --- nodes --------------------------------------------------------------------------------------------------
@@ -370,8 +439,25 @@ class KindBackend(KubeBackend):
         host = (parse_host(target) or "")
         return self._node_ips().get(host)
 
+    def _by_node_address(self, target: str) -> str:
+        """The URL with a node's name as its host (a lesson's `lab-control-plane`, or this cluster's own node
+        names) turned into that node's address, as the embedded cluster resolves node names."""
+        from urllib.parse import urlsplit, urlunsplit
+        parts = urlsplit(target)
+        host = parts.hostname
+        if not host or parse_host(target) is not None:
+            return target
+        names = self.kind_cluster.nodes()
+        alias = f"{self.kind_cluster.name}-{host[len(EMBEDDED_NODE_PREFIX):]}"
+        name = host if host in names else alias if host.startswith(EMBEDDED_NODE_PREFIX) and alias in names else None
+        ip = next((ip for ip, node in self._node_ips().items() if node == name), None) if name else None
+        if ip is None:
+            return target
+        netloc = ip + (f":{parts.port}" if parts.port else "")
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
     def _curl_raw(self, url: str, source: str, options: dict) -> tuple[CurlResult, tool_output.CurlOutput | None]:
-        target = url if "://" in url else f"http://{url}"
+        target = self._by_node_address(url if "://" in url else f"http://{url}")
         argv = tool_output.curl_argv(target, headers=options.get("headers"), timeout=float(options.get("timeout", 10)))
         kind, _, rest = source.partition("/")
         if source in ("client", "outside", "external"):
@@ -407,17 +493,44 @@ class KindBackend(KubeBackend):
                           source: str) -> tuple[str | None, tool_output.ConntrackRecord | None]:
         if not out.local_port:
             return None, None
+        target = url if "://" in url else f"http://{url}"
+        if parse_host(target) is None and out.remote_ip:
+            target = f"http://{out.remote_ip}/"   # a name: the address curl connected to
         try:
-            node = self._entry_node(url if "://" in url else f"http://{url}", source)
+            node = self._entry_node(target, source)
+            nodes = [node] if node is not None else self._balancer_entry_nodes(target, source, out)
         except APIError:
             return None, None
-        if node is None:
-            return None, None
-        done = self._node_run(node, ["conntrack", "-L", "-p", "tcp", "--orig-port-src", str(out.local_port)])
-        for record in tool_output.parse_conntrack(done.stdout):
-            if record.original.sport == out.local_port and (not out.local_ip or record.original.src == out.local_ip):
-                return node, record
-        return node, None
+        for node in nodes:
+            done = self._node_run(node, ["conntrack", "-L", "-p", "tcp", "--orig-port-src", str(out.local_port)])
+            for record in tool_output.parse_conntrack(done.stdout):
+                if record.original.sport == out.local_port and \
+                        (not out.local_ip or record.original.src == out.local_ip) and \
+                        (not out.remote_ip or record.original.dst == out.remote_ip):
+                    return node, record
+        return (nodes[0] if nodes else None), None
+
+    def _balancer_entry_nodes(self, target: str, source: str, out: tool_output.CurlOutput) -> list[str]:
+        """The nodes a request from the client to a load-balancer address may have entered: first the next hop
+        the client's kernel picks for this connection's ports (`ip route get`), then the route's other ones."""
+        host = parse_host(target)
+        if source not in ("client", "outside", "external") or host is None or self.load_balancer is None:
+            return []
+        hops = list(self.load_balancer.next_hops(host))
+        if not hops:
+            return []
+        argv = ["ip", "-4", "route", "get", host, "ipproto", "tcp", "sport", str(out.local_port)]
+        if out.remote_port:
+            argv += ["dport", str(out.remote_port)]
+        if out.local_ip:
+            argv += ["from", out.local_ip]
+        words = self.kind_cluster.client_exec(argv).stdout.split()
+        chosen = words[words.index("via") + 1] if "via" in words[:-1] else None
+        if chosen in hops:
+            hops.remove(chosen)
+            hops.insert(0, chosen)
+        names = self._node_ips()
+        return [names[ip] for ip in hops if ip in names]
 
     def _from_conntrack(self, result: CurlResult, out: tool_output.CurlOutput, url: str, source: str) -> None:
         _, record = self._connection_entry(out, url, source)
@@ -444,7 +557,7 @@ class KindBackend(KubeBackend):
 
     def trace(self, url: str, source: str) -> Trace:
         """One real request, with the kube-proxy rules whose counters it moved and its conntrack entry."""
-        target = url if "://" in url else f"http://{url}"
+        target = self._by_node_address(url if "://" in url else f"http://{url}")
         node = self._entry_node(target, source)
         mode = self.proxy_mode()
         before = {(c.table, c.chain, c.rule): c.packets for c in self._counters(node, mode)} if node else {}
@@ -547,8 +660,11 @@ class KindBackend(KubeBackend):
 
     # --- tools --------------------------------------------------------------------------------------------------
     def kubeconfig(self) -> str:
-        """kind's kubeconfig for this cluster."""
-        return str(self.kind_cluster.kubeconfig_path)
+        """kind's kubeconfig for this cluster; for a lab in a namespace of its own, a copy whose context points
+        there (so `lab.kubectl(...)` and the lab's verbs see the same objects)."""
+        if self.namespace == "default":
+            return str(self.kind_cluster.kubeconfig_path)
+        return super().kubeconfig()
 
     def summary_html(self) -> str:
         """A short HTML card for the Lab's repr."""

@@ -28,6 +28,9 @@ from labsupport.kind.runner import CommandRunner
 KIND_NETWORK = "kind"
 KIND_SUBNET = "172.30.0.0/16"
 KIND_GATEWAY = "172.30.0.1"
+#: where Docker picks the containers' addresses: the lower half, so the top of the subnet stays free for the kind
+#: load balancer's addresses (labsupport/kind/loadbalancer.py)
+KIND_IP_RANGE = "172.30.0.0/17"
 CAP_SYS_RESOURCE = 24
 WRAPPER_RUNTIME = "labsupport-runc"
 ENGINE_FLAGS = ("--iptables=false", "--ip6tables=false", "--ip-masq=false", "--ip-forward=false", "--bridge=none")
@@ -136,7 +139,8 @@ def ensure_network(runner: CommandRunner | None = None) -> str:
     if found.ok:
         return found.stdout.split()[0] if found.stdout.split() else ""
     made = runner.run(["docker", "network", "create", "--driver", "bridge", "--subnet", KIND_SUBNET,
-                       "--gateway", KIND_GATEWAY, "-o", "com.docker.network.bridge.enable_ip_masquerade=false",
+                       "--ip-range", KIND_IP_RANGE, "--gateway", KIND_GATEWAY,
+                       "-o", "com.docker.network.bridge.enable_ip_masquerade=false",
                        "-o", "com.docker.network.driver.mtu=1500", KIND_NETWORK], timeout=60)
     if not made.ok:
         raise BackendUnavailable(f"docker network create {KIND_NETWORK} failed: {(made.stderr or made.stdout).strip()}")

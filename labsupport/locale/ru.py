@@ -695,4 +695,32 @@ MESSAGES: dict[str, str] = {
         "{path} — не список класса, который пишет `labsupport class cluster`: {error}",
     "{path} holds the kubeconfigs of the class {owner}, not {name}: give another --out":
         "в {path} лежат kubeconfig класса {owner}, а не {name}: укажи другой --out",
+    # --- the kind load balancer ---------------------------------------------------------------------------------
+    "the kind network's subnet {subnet!r} is not an IPv4 network: {error}":
+        "подсеть сети kind {subnet!r} — не сеть IPv4: {error}",
+    "the kind network's subnet {subnet} is too small to hold load-balancer addresses (it needs a /29 or larger)":
+        "подсеть сети kind {subnet} слишком мала, чтобы выделять из неё адреса балансировщика (нужна /29 или больше)",
+    "`docker network inspect` printed no JSON: {text!r}": "`docker network inspect` вывел не JSON: {text!r}",
+    "spec.loadBalancerIP {ip} is not a free address of the kind load balancer's pool {first}–{last}":
+        "spec.loadBalancerIP {ip} — не свободный адрес из пула балансировщика kind {first}–{last}",
+    "the kind load balancer's pool ({count} addresses) is used up: delete a LoadBalancer Service you no longer need":
+        "пул балансировщика kind ({count} адресов) исчерпан: удали сервис типа LoadBalancer, который больше не нужен",
+    "the kind network has no IPv4 subnet, so the kind load balancer has no addresses to hand out":
+        "у сети kind нет подсети IPv4, так что балансировщику kind неоткуда выдавать адреса",
+    "the kind network {subnet} leaves no address free for the kind load balancer":
+        "в сети kind {subnet} не осталось свободных адресов для балансировщика kind",
+    "setting the kind load balancer's routes in the client container failed: {output}":
+        "не удалось прописать маршруты балансировщика kind в клиентском контейнере: {output}",
+    "reading the client container's routes failed: {output}":
+        "не удалось прочитать маршруты клиентского контейнера: {output}",
+    "Service {namespace}/{name} gets no load-balancer address: {why}":
+        "сервис {namespace}/{name} не получит адрес балансировщика: {why}",
+    "Service {namespace}/{name} got no load-balancer address within {timeout:g} s (the kind load balancer's last "
+    "error: {error}); `kubectl get svc {name}` shows its EXTERNAL-IP":
+        "сервис {namespace}/{name} не получил адрес балансировщика за {timeout:g} с (последняя ошибка балансировщика "
+        "kind: {error}); его EXTERNAL-IP покажет `kubectl get svc {name}`",
+    "none": "нет",
+    "it was turned off with Lab(..., load_balancer=False)": "он выключен: Lab(..., load_balancer=False)",
+    "Service {name} is of type LoadBalancer, but the kind load balancer is not running: {why}":
+        "сервис {name} типа LoadBalancer, но балансировщик kind не запущен: {why}",
 }

@@ -208,6 +208,15 @@ class ClusterGraph(LiveView):
         self.steps, self.reveal, self.last_trace = [], None, None    # the old path went through the old rules
         return tr("kube-proxy restarted in {mode} mode (the drawn path was cleared: send the request again)", mode=mode)
 
+    def _service_choice(self, service: str) -> str:
+        """The dropdown's value for a Service named bare or as "namespace/name": a bare name is the one in
+        "default", else the one in the lab's own namespace (a kind or kube lab works in a namespace of its own)."""
+        if "/" in service:
+            return service
+        values = [o[1] if isinstance(o, tuple) else o for o in self.service.options]
+        named = [v for v in values if v.partition("/")[2] == service]
+        return f"default/{service}" if f"default/{service}" in values or len(named) != 1 else named[0]
+
     def _current_service(self) -> dict | None:
         if not self.service.value:
             return None
@@ -230,7 +239,7 @@ class ClusterGraph(LiveView):
     def set_external_traffic_policy(self, policy: str, service: str | None = None) -> str:
         """Set externalTrafficPolicy on a NodePort or LoadBalancer Service (default: the one chosen above)."""
         if service is not None:
-            self.service.value = service if "/" in service else f"default/{service}"
+            self.service.value = self._service_choice(service)
         svc = self._current_service()
         if svc is None:
             raise ValueError(tr("choose a Service first"))

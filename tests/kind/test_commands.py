@@ -12,7 +12,7 @@ from labsupport import Lab
 from labsupport.errors import BackendUnavailable, BadRequest, NotFound
 from labsupport import tool_output
 from labsupport.kind import parse
-from labsupport.kind.cluster import KindCluster
+from labsupport.kind.cluster import CLIENT_STATE_FORMAT, KindCluster
 from labsupport.kind.config import LESSON_IMAGES, NODE_IMAGE, config_problems
 from labsupport.kind.progress import Progress, TerminalProgress
 from labsupport.kind.runner import RecordingRunner
@@ -67,7 +67,7 @@ def test_create_uses_the_node_image_built_here_on_the_labs_network(state):
     cluster.cgroup_v1 = cluster.restrict_oom_score_adj = True
     assert cluster.ensure() is True
     made = next(c for c in runner.commands() if c.startswith("docker network create"))
-    assert "--subnet 172.30.0.0/16" in made and made.endswith(" kind")
+    assert "--subnet 172.30.0.0/16 --ip-range 172.30.0.0/17" in made and made.endswith(" kind")
     assert runner.commands()[-1].startswith("kind create cluster --name labsupport")
     written = yaml.safe_load((state / "kind-labsupport.yaml").read_text())
     assert {n["image"] for n in written["nodes"]} == {"labsupport/kind-node:v1.37.2"}
@@ -120,14 +120,27 @@ def test_images_preloaded_only_when_present(state):
 
 def test_client_container_on_the_kind_network(state):
     runner = RecordingRunner()
-    runner.answer(["docker", "inspect", "-f", "{{.State.Running}}"], returncode=1, stderr="No such object\n")
+    runner.answer(["docker", "inspect", "-f", CLIENT_STATE_FORMAT], returncode=1, stderr="No such object\n")
     cluster = KindCluster("labsupport", "iptables", runner)
     cluster.client_exec(["curl", "http://172.18.0.3:30080/"])
     assert runner.commands() == [
-        "docker inspect -f {{.State.Running}} labsupport-client",
+        f"docker inspect -f {CLIENT_STATE_FORMAT} labsupport-client",
         "docker run -d --name labsupport-client --network kind --label dev.labsupport.client=labsupport "
+        "--cap-add NET_ADMIN --sysctl net.ipv4.fib_multipath_hash_policy=1 "
         "--entrypoint sleep curlimages/curl:8.11.1 infinity",
         "docker exec labsupport-client curl http://172.18.0.3:30080/"]
+
+
+@pytest.mark.parametrize("state_line,made", [("true NET_ADMIN 1\n", False), ("true CAP_NET_ADMIN 1\n", False),
+                                             ("true  <no value>\n", True), ("false NET_ADMIN 1\n", True)])
+def test_a_client_container_without_route_rights_is_made_again(state, state_line, made):
+    runner = RecordingRunner()
+    runner.answer(["docker", "inspect", "-f", CLIENT_STATE_FORMAT], stdout=state_line)
+    KindCluster("labsupport", "iptables", runner).client_exec(["ip", "-batch", "-"], "route del 10.0.0.1/32\n")
+    assert ("docker rm -f labsupport-client" in runner.commands()) is made
+    assert any(c.startswith("docker run -d --name labsupport-client") for c in runner.commands()) is made
+    assert runner.commands()[-1] == "docker exec -i labsupport-client ip -batch -"
+    assert runner.inputs[-1] == "route del 10.0.0.1/32\n"
 
 
 def test_node_commands(state):
@@ -325,3 +338,13 @@ def test_a_lessons_embedded_node_name_reaches_the_kind_node_of_that_role(kind_la
     from labsupport.errors import NotFound
     with pytest.raises(NotFound):
         kind_lab.proxy_rules("node/lab-worker7")
+
+
+def test_a_node_name_in_a_url_is_curled_at_that_nodes_address(kind_lab):
+    worker = kind_lab.get("nodes", "lab-worker")
+    ip = next(a["address"] for a in worker["status"]["addresses"] if a["type"] == "InternalIP")
+    kind_lab.curl("http://lab-worker:30080/hostname")
+    curls = [c for c in kind_lab.runner.commands() if c.startswith("docker exec") and " curl " in c]
+    assert curls and curls[-1].endswith(f" http://{ip}:30080/hostname")
+    kind_lab.curl("http://lab-nowhere:30080/")
+    assert [c for c in kind_lab.runner.commands() if " curl " in c][-1].endswith(" http://lab-nowhere:30080/")

@@ -85,6 +85,14 @@ def test_each_student_in_their_own_namespace(server, tmp_path, monkeypatch):
         assert out.stdout.split() == ["service/web"], "kubectl runs in the student's namespace"
         alice.wait(lambda l: lesson.ready(l, "web") == 3, timeout=120)
         assert alice.nslookup("web").addresses == [svc["spec"]["clusterIP"]]
+        # the picture shows namespace "default", which means the student's own here, as in every verb
+        picture = alice.graph()
+        assert "default/web" in picture.service.options
+        shown = alice.backend.snapshot()
+        assert {p["metadata"]["namespace"] for p in shown.pods} == {"default"} and len(shown.pods) == 3
+        assert {e["targetRef"]["namespace"] for s in shown.endpointslices for e in s["endpoints"]} == {"default"}
+        assert alice.get("svc", "web")["metadata"]["namespace"] == "alice", "the objects themselves are unchanged"
+        picture.close()
 
 
 @pytest.mark.parametrize("verb", [

@@ -103,7 +103,7 @@ def test_scale_and_proxy_mode_and_policy_controls(web):
     graph.replicas.value = 4
     graph.scale_button.click()
     web.wait(lambda l: ready_addresses(l, "web") == 4)
-    graph.refresh()
+    graph.draw()
     assert graph.pods_by_state()["ready"].__len__() == 4
     graph.mode.value = "nftables"
     assert web.proxy_mode == "nftables"
@@ -253,3 +253,17 @@ def test_chart_shows_as_png():
     chart = line_chart([1, 2], {"iptables": [1, 2]}, title="t", xlabel="x", ylabel="y")
     bundle = chart._repr_mimebundle_()
     assert bundle["image/png"].startswith("iVBOR")
+
+
+def test_a_bare_service_name_finds_the_service_in_the_labs_own_namespace(lab):
+    lab.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "student"}})
+    lab.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "echo", "namespace": "student"},
+               "spec": {"type": "NodePort", "selector": {"app": "echo"}, "ports": [{"port": 80}]}})
+    graph = ClusterGraph(lab, namespaces=("default", "student"))
+    graph.set_external_traffic_policy("Local", service="echo")
+    assert lab.get("svc", "echo", namespace="student")["spec"]["externalTrafficPolicy"] == "Local"
+    lab.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "echo"},
+               "spec": {"type": "NodePort", "selector": {"app": "echo"}, "ports": [{"port": 80}]}})
+    graph.draw()
+    graph.set_external_traffic_policy("Local", service="echo")
+    assert lab.get("svc", "echo")["spec"]["externalTrafficPolicy"] == "Local", "default's comes first"
