@@ -626,4 +626,20 @@ MESSAGES: dict[str, str] = {
     # --- strict apply, the terminal's kubeconfig, a blank assignment's checks ---------------------------------
     'invalid validate option {value!r}: give True or "strict", "warn", False or "ignore"':
         'неверное значение validate {value!r}: укажи True или "strict", "warn", False или "ignore"',
+
+    # --- kind: IPVS on a kernel without it, and lesson 04's modelled IPVS rules ------------------------------
+    "the Linux kernel {release} that kind's nodes share with the Docker host has no IPVS (no /proc/net/ip_vs, and "
+    "`modprobe ip_vs` finds no module)":
+        "в ядре Linux {release}, на котором работают и ноды kind, и Docker-хост, нет IPVS (нет /proc/net/ip_vs, и "
+        "`modprobe ip_vs` не находит модуль)",
+    "kube-proxy cannot switch to IPVS mode on kind cluster {cluster}: {reason}. kube-proxy stays in "
+    '{current} mode. See IPVS on the sim backend (Lab(backend="sim", proxy_mode="ipvs")), or run '
+    "kind on a Docker host whose kernel has IPVS (`sudo modprobe ip_vs` there must succeed)":
+        "kube-proxy не может перейти в режим IPVS на kind-кластере {cluster}: {reason}. kube-proxy остаётся в режиме "
+        '{current}. Посмотри IPVS на бэкенде sim (Lab(backend="sim", proxy_mode="ipvs")) или запусти kind на '
+        "Docker-хосте, ядро которого умеет IPVS (там должна проходить `sudo modprobe ip_vs`)",
+    "This cluster cannot run kube-proxy in {mode} mode ({reason}), so the {mode} rules below are modelled: "
+    "a sim cluster with the same objects.":
+        "Этот кластер не может запустить kube-proxy в режиме {mode} ({reason}), поэтому правила {mode} ниже — модель: "
+        "кластер sim с теми же объектами.",
 }
