@@ -642,4 +642,10 @@ MESSAGES: dict[str, str] = {
     "a sim cluster with the same objects.":
         "Этот кластер не может запустить kube-proxy в режиме {mode} ({reason}), поэтому правила {mode} ниже — модель: "
         "кластер sim с теми же объектами.",
+    "kube-proxy's IPVS mode needs the ip_vs kernel module, and kind nodes share this host's kernel "
+    "({release}), which has none (no /proc/net/ip_vs, no ip_vs.ko under /lib/modules): use "
+    'proxy_mode="nftables" or "iptables" here, and Lab(backend="sim", proxy_mode="ipvs") for IPVS':
+        "режиму IPVS в kube-proxy нужен модуль ядра ip_vs, а ноды kind работают на ядре этого хоста ({release}), "
+        "где его нет (нет ни /proc/net/ip_vs, ни ip_vs.ko в /lib/modules). Здесь бери "
+        'proxy_mode="nftables" или "iptables", а IPVS смотри в Lab(backend="sim", proxy_mode="ipvs")',
 }
