@@ -298,8 +298,9 @@ def endpoints_in_rules(lines: Iterable[str]) -> list[str]:
     """The endpoints (`ip:port`) rule lines send connections to: iptables DNAT targets, nftables dnat statements
     and maps, IPVS real servers.
 
-    >>> endpoints_in_rules(["dnat ip addr . port to numgen random mod 2 map { 0 : 10.244.2.3 . 80 , 1 : 10.244.1.2 . 80 }"])
-    ['10.244.1.2:80', '10.244.2.3:80']
+    >>> endpoints_in_rules(["dnat ip addr . port to numgen random mod 2 map { 0 : 10.244.2.3 . 80 , "
+    ...                     "1 : 10.244.1.2 . 80 }", "-A KUBE-SEP-X -j DNAT --to-destination 10.244.1.7:80"])
+    ['10.244.1.2:80', '10.244.1.7:80', '10.244.2.3:80']
     """
     import re
     found: set[str] = set()
