@@ -14,6 +14,16 @@ class BackendUnavailable(LabError):
     """A backend cannot run on this machine; the message says why and what to do instead."""
 
 
+class ProxyModeUnavailable(BackendUnavailable):
+    """This cluster cannot run kube-proxy in `mode` (the kernel lacks what the mode needs); kube-proxy keeps its
+    mode. `reason` is the short cause, the message adds the way out."""
+
+    def __init__(self, mode: str, reason: str, message: str):
+        self.mode = mode
+        self.reason = reason
+        super().__init__(message)
+
+
 class UnknownProxyMode(LabError, ValueError):
     """A kube-proxy mode that does not exist; the message names the valid ones."""
 

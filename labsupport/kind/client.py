@@ -271,12 +271,16 @@ class KubeBackend:
     # --- objects ------------------------------------------------------------------------------------------------
     def _prepare(self, obj: dict) -> tuple[KindInfo, str | None, dict]:
         info = self._by_kind(obj.get("kind", ""), obj.get("apiVersion"))
-        manifest = json.loads(json.dumps(obj))
+        manifest = self._for_this_cluster(json.loads(json.dumps(obj)))
         meta = manifest.setdefault("metadata", {})
         ns = self._ns(meta.get("namespace")) if info.namespaced else None
         if info.namespaced:
             meta["namespace"] = ns
         return info, ns, manifest
+
+    def _for_this_cluster(self, manifest: dict) -> dict:
+        """The manifest as this cluster needs it; the kube backend sends it as written."""
+        return manifest
 
     def apply(self, obj: dict, field_validation: str = "Strict") -> dict:
         """Create the object, or update it as `kubectl apply` does (server-set fields kept; the API server

@@ -17,12 +17,13 @@ import yaml
 
 from labsupport.i18n import tr
 from labsupport.results import CurlResult, Hop, Trace
-from labsupport.errors import APIError, BackendUnavailable, BadRequest, NotFound
+from labsupport.errors import APIError, BackendUnavailable, BadRequest, NotFound, ProxyModeUnavailable
 from labsupport import tool_output
 from labsupport.kind import parse
 from labsupport.kind.client import KubeBackend
 from labsupport.kind.engine import KIND_NETWORK, cgroup_v1, ensure_network, lacks_sys_resource
 from labsupport.kind.loadbalancer import LoadBalancerController, Network, is_ours
+from labsupport.kind.node_names import EMBEDDED_NODE_PREFIX, mentioned_nodes, node_alias, rename_nodes
 from labsupport.kind.images import NODE_IMAGE as LOCAL_NODE_IMAGE, local_node_image
 from labsupport.kind.config import (CLIENT_IMAGE, DEFAULT_CLUSTER, LESSON_IMAGES, NODE_IMAGE, NODE_PORTS, PREFIX,
                                     cluster_config, config_problems, config_yaml)
@@ -32,8 +33,9 @@ from labsupport.kind.progress import KIND_CREATE_STEPS, Progress, make_progress
 from labsupport.kind.runner import CommandResult, CommandRunner
 from labsupport.model.kinds import resolve
 
-EMBEDDED_NODE_PREFIX = "lab-"
 STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
+#: exits 0 when the node's kernel has IPVS or can load it, 1 when it cannot
+IPVS_PROBE = "test -e /proc/net/ip_vs || modprobe -n -q ip_vs 2>/dev/null || exit 1"
 CREATE_WAIT = "180s"
 MULTIPATH_HASH_SYSCTL = "net.ipv4.fib_multipath_hash_policy"
 #: what `docker inspect` prints of the client container: running, its added capability, its hash policy
@@ -324,12 +326,20 @@ class KindBackend(KubeBackend):
                 raise BackendUnavailable(tr("kind cluster {name} has no nodes running", name=self.kind_cluster.name))
             return (workers or names)[0]
         node = node[5:] if node.startswith("node/") else node
-        alias = f"{self.kind_cluster.name}-{node[len(EMBEDDED_NODE_PREFIX):]}"
-        if names and node not in names and node.startswith(EMBEDDED_NODE_PREFIX) and alias in names:
+        alias = node_alias(node, self.kind_cluster.name, names)
+        if alias is not None:
             return alias   # a lesson's "lab-worker" (the embedded cluster's name) is this cluster's "-worker"
         if names and node not in names:
             raise NotFound.of("nodes", node)
         return node
+
+    def _for_this_cluster(self, manifest: dict) -> dict:
+        """A manifest's node names of the embedded cluster (`nodeName: lab-worker`, a hostname selector or affinity)
+        become this cluster's (`<cluster>-worker`), so the pod lands on the node the lesson means."""
+        if not any(n.startswith(EMBEDDED_NODE_PREFIX) for n in mentioned_nodes(manifest)):
+            return manifest
+        names = self.kind_cluster.nodes()
+        return rename_nodes(manifest, lambda n: node_alias(n, self.kind_cluster.name, names) or n)
 
     def _kube_proxy_pod(self, node: str) -> str | None:
         for pod in self.list("pods", "kube-system", "k8s-app=kube-proxy"):
@@ -591,8 +601,33 @@ class KindBackend(KubeBackend):
         return Trace(url, source, result)
 
     # --- kube-proxy ---------------------------------------------------------------------------------------------
+    def ipvs_problem(self) -> str | None:
+        """Why kube-proxy cannot run in IPVS mode on this cluster's nodes, or None when it can. The nodes share the
+        Docker host's kernel: IPVS is there when `/proc/net/ip_vs` exists (ip_vs built in or loaded) or `modprobe`
+        finds the module to load (asked as a dry run, so nothing is loaded into the host's kernel here)."""
+        node = self._node_name(None)
+        probe = self.kind_cluster.node_exec(node, ["sh", "-c", IPVS_PROBE])
+        if probe.ok:
+            return None
+        if probe.returncode != 1:
+            raise BackendUnavailable(tr("`{command}` on node {node} failed: {output}", command=IPVS_PROBE, node=node,
+                                        output=(probe.stderr or probe.stdout).strip()[:300]))
+        release = self.kind_cluster.node_exec(node, ["uname", "-r"]).stdout.strip() or "?"
+        return tr("the Linux kernel {release} that kind's nodes share with the Docker host has no IPVS (no "
+                  "/proc/net/ip_vs, and `modprobe ip_vs` finds no module)", release=release)
+
     def set_proxy_mode(self, mode: str) -> None:
-        """Edit `mode` in the kube-proxy ConfigMap and restart kube-proxy's pods, as on any real cluster."""
+        """Edit `mode` in the kube-proxy ConfigMap and restart kube-proxy's pods, as on any real cluster. IPVS is
+        refused before anything changes when the nodes' kernel has no IPVS (kube-proxy would only crash-loop)."""
+        current = self.proxy_mode()
+        if mode == "ipvs" and current != "ipvs":
+            reason = self.ipvs_problem()
+            if reason is not None:
+                raise ProxyModeUnavailable(mode, reason, tr(
+                    "kube-proxy cannot switch to IPVS mode on kind cluster {cluster}: {reason}. kube-proxy stays in "
+                    '{current} mode. See IPVS on the sim backend (Lab(backend="sim", proxy_mode="ipvs")), or run '
+                    "kind on a Docker host whose kernel has IPVS (`sudo modprobe ip_vs` there must succeed)",
+                    cluster=self.kind_cluster.name, reason=reason, current=current))
         cm = self.get("configmaps", "kube-proxy", "kube-system")
         config = yaml.safe_load(cm["data"]["config.conf"]) or {}
         config["mode"] = mode

@@ -11,6 +11,7 @@ import platform
 import re
 from pathlib import Path
 
+from labsupport.i18n import tr
 from labsupport.kind.config import DEFAULT_CLUSTER, KIND_RELEASE_FOR_IMAGE, NODE_PORTS, PREFIX
 from labsupport.kind.runner import CommandRunner, kubectl_path
 
@@ -104,6 +105,27 @@ def kernel_problem(proxy_mode: str, release: str | None = None, system: str | No
     return None
 
 
+def ipvs_in_kernel(release: str | None = None, root: str = "/") -> bool:
+    """Whether this host's kernel has IPVS: built in or loaded (`/proc/net/ip_vs`, `/sys/module/ip_vs`), or as a
+    module modprobe can load (`ip_vs.ko*` under `/lib/modules/<release>`)."""
+    base = Path(root)
+    if (base / "proc/net/ip_vs").exists() or (base / "sys/module/ip_vs").exists():
+        return True
+    modules = base / "lib/modules" / (release or platform.release())
+    return modules.is_dir() and any(modules.rglob("ip_vs.ko*"))
+
+
+def ipvs_problem(proxy_mode: str, release: str | None = None, system: str | None = None,
+                 root: str = "/") -> str | None:
+    """Why kube-proxy cannot run in IPVS mode in kind nodes on this host (they share its kernel), or None."""
+    if proxy_mode != "ipvs" or (system or platform.system()) != "Linux" or ipvs_in_kernel(release, root):
+        return None
+    return tr("kube-proxy's IPVS mode needs the ip_vs kernel module, and kind nodes share this host's kernel "
+              "({release}), which has none (no /proc/net/ip_vs, no ip_vs.ko under /lib/modules): use "
+              'proxy_mode="nftables" or "iptables" here, and Lab(backend="sim", proxy_mode="ipvs") for IPVS',
+              release=release or platform.release())
+
+
 def docker_desktop(runner: CommandRunner | None = None) -> bool:
     """Whether Docker runs in a VM (Docker Desktop), where the node IPs cannot be reached from the host."""
     if platform.system() in ("Darwin", "Windows"):
@@ -120,6 +142,8 @@ def problems(proxy_mode: str = "nftables", runner: CommandRunner | None = None) 
     runner = runner or CommandRunner()
     found = [docker_problem(runner), kind_problem(proxy_mode, runner), kubectl_problem(runner),
              kernel_problem(proxy_mode)]
+    if proxy_mode == "ipvs" and not docker_desktop(runner):   # Docker Desktop's nodes run on its VM's kernel
+        found.append(ipvs_problem(proxy_mode))
     return [p for p in found if p]
 
 

@@ -723,4 +723,25 @@ MESSAGES: dict[str, str] = {
     "it was turned off with Lab(..., load_balancer=False)": "он выключен: Lab(..., load_balancer=False)",
     "Service {name} is of type LoadBalancer, but the kind load balancer is not running: {why}":
         "сервис {name} типа LoadBalancer, но балансировщик kind не запущен: {why}",
+    # --- kind: IPVS on a kernel without it, and lesson 04's modelled IPVS rules ------------------------------
+    "the Linux kernel {release} that kind's nodes share with the Docker host has no IPVS (no /proc/net/ip_vs, and "
+    "`modprobe ip_vs` finds no module)":
+        "в ядре Linux {release}, на котором работают и ноды kind, и Docker-хост, нет IPVS (нет /proc/net/ip_vs, и "
+        "`modprobe ip_vs` не находит модуль)",
+    "kube-proxy cannot switch to IPVS mode on kind cluster {cluster}: {reason}. kube-proxy stays in "
+    '{current} mode. See IPVS on the sim backend (Lab(backend="sim", proxy_mode="ipvs")), or run '
+    "kind on a Docker host whose kernel has IPVS (`sudo modprobe ip_vs` there must succeed)":
+        "kube-proxy не может перейти в режим IPVS на kind-кластере {cluster}: {reason}. kube-proxy остаётся в режиме "
+        '{current}. Посмотри IPVS на бэкенде sim (Lab(backend="sim", proxy_mode="ipvs")) или запусти kind на '
+        "Docker-хосте, ядро которого умеет IPVS (там должна проходить `sudo modprobe ip_vs`)",
+    "This cluster cannot run kube-proxy in {mode} mode ({reason}), so the {mode} rules below are modelled: "
+    "a sim cluster with the same objects.":
+        "Этот кластер не может запустить kube-proxy в режиме {mode} ({reason}), поэтому правила {mode} ниже — модель: "
+        "кластер sim с теми же объектами.",
+    "kube-proxy's IPVS mode needs the ip_vs kernel module, and kind nodes share this host's kernel "
+    "({release}), which has none (no /proc/net/ip_vs, no ip_vs.ko under /lib/modules): use "
+    'proxy_mode="nftables" or "iptables" here, and Lab(backend="sim", proxy_mode="ipvs") for IPVS':
+        "режиму IPVS в kube-proxy нужен модуль ядра ip_vs, а ноды kind работают на ядре этого хоста ({release}), "
+        "где его нет (нет ни /proc/net/ip_vs, ни ip_vs.ko в /lib/modules). Здесь бери "
+        'proxy_mode="nftables" или "iptables", а IPVS смотри в Lab(backend="sim", proxy_mode="ipvs")',
 }

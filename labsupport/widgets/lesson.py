@@ -212,6 +212,119 @@ def ready_count(lab: Any, service: str, namespace: str = "default") -> int:
                for e in s.get("endpoints") or [] if (e.get("conditions") or {}).get("ready", True))
 
 
+#: The kinds a modelled copy of a lab carries over: what the lessons apply themselves.
+MODELLED_KINDS = ("deployments", "statefulsets", "daemonsets", "services", "pods", "configmaps")
+
+
+def modelled_copy(lab: Any, proxy_mode: str, timeout: float = 120) -> Any:
+    """A sim lab in kube-proxy mode `proxy_mode` holding the objects applied to `lab`, as they were applied (their
+    last-applied configuration; pods a controller made are made again by the copy's controllers), all running."""
+    import json
+    from labsupport import Lab
+    from labsupport.model.objects import LAST_APPLIED
+    model = Lab(backend="sim", proxy_mode=proxy_mode, seed=lab.seed)
+    for kind in MODELLED_KINDS:
+        for obj in lab.get(kind):
+            applied = (obj["metadata"].get("annotations") or {}).get(LAST_APPLIED)
+            if applied:
+                model.apply(json.loads(applied))
+    model.wait(_settled, timeout=timeout)
+    return model
+
+
+def _settled(lab: Any) -> bool:
+    """Every pod running and every Deployment's replicas ready."""
+    return all((p.get("status") or {}).get("phase") == "Running" for p in lab.get("pods")) and all(
+        (d.get("status") or {}).get("readyReplicas", 0) == d["spec"].get("replicas", 1)
+        for d in lab.get("deployments"))
+
+
+def in_proxy_mode(lab: Any, mode: str) -> Any:
+    """Switch the lab's kube-proxy to `mode` and return the lab. Where the cluster cannot run that mode (a kernel
+    without IPVS under kind, no cluster-admin on kube), print one line saying so and return a modelled copy instead
+    (`modelled_copy`): its rules are the ones kube-proxy would write for the same objects. The lab keeps its mode."""
+    from labsupport.errors import BackendUnavailable, ProxyModeUnavailable
+    try:
+        lab.set_proxy_mode(mode)
+        return lab
+    except BackendUnavailable as refused:
+        reason = refused.reason if isinstance(refused, ProxyModeUnavailable) else str(refused).split(":")[0]
+    model = modelled_copy(lab, mode)
+    print(tr("This cluster cannot run kube-proxy in {mode} mode ({reason}), so the {mode} rules below are modelled: "
+             "a sim cluster with the same objects.", mode=mode, reason=reason))
+    return model
+
+
+_ADDRESS = r"\d+\.\d+\.\d+\.\d+"
+
+
+def rules_of_service(rules: str, service: str, cluster_ip: str = "") -> list[str]:
+    r"""The lines of kube-proxy's rules (any mode, as `proxy_rules()` prints them) that belong to the Service
+    `service` ("namespace/name"): lines naming it (iptables comments, nftables chains and the lines inside them)
+    and, in IPVS mode, the virtual servers of its ClusterIP with their real servers.
+
+    >>> rules_of_service('table ip kube-proxy {\n  chain endpoint-X-default/web/tcp/__10.244.1.2/80 {\n'
+    ...                  '    meta l4proto tcp dnat to 10.244.1.2:80\n  }\n}', "default/web")
+    ['chain endpoint-X-default/web/tcp/__10.244.1.2/80 {', 'meta l4proto tcp dnat to 10.244.1.2:80']
+    """
+    import re
+    tag = re.compile(r"(?<![\w.])" + re.escape(service) + r"(?![\w.-])")
+    lines: list[str] = []
+    chain = ""
+    virtual = False
+    for line in rules.splitlines():
+        text = line.strip()
+        opened = re.match(r"chain (\S+) \{$", text)   # `nft list` prints a chain's rules inside its block
+        if opened:
+            chain = opened.group(1)
+        elif text == "}":
+            chain = ""
+        server = re.match(r"(TCP|UDP|SCTP)\s+(" + _ADDRESS + r"):\d+", text)   # ipvsadm -Ln
+        if server or not text.startswith("->"):
+            virtual = bool(server and cluster_ip) and server.group(2) == cluster_ip
+        if tag.search(text) or (chain and tag.search(chain)) or virtual:
+            lines.append(text)
+    return lines
+
+
+def service_rules(lab: Any, service: str, node: str | None = None, namespace: str = "default") -> list[str]:
+    """The lines of a node's kube-proxy rules that belong to a Service, whatever the mode (`rules_of_service`)."""
+    svc = lab.get("svc", service, namespace=namespace)
+    return rules_of_service(lab.proxy_rules(node), f"{svc['metadata'].get('namespace') or namespace}/{service}",
+                            (svc.get("spec") or {}).get("clusterIP") or "")
+
+
+def endpoints_in_rules(lines: Iterable[str]) -> list[str]:
+    """The endpoints (`ip:port`) rule lines send connections to: iptables DNAT targets, nftables dnat statements
+    and maps, IPVS real servers.
+
+    >>> endpoints_in_rules(["dnat ip addr . port to numgen random mod 2 map { 0 : 10.244.2.3 . 80 , "
+    ...                     "1 : 10.244.1.2 . 80 }", "-A KUBE-SEP-X -j DNAT --to-destination 10.244.1.7:80"])
+    ['10.244.1.2:80', '10.244.1.7:80', '10.244.2.3:80']
+    """
+    import re
+    found: set[str] = set()
+    for line in lines:
+        found.update(re.findall(r"--to-destination (" + _ADDRESS + r":\d+)", line))
+        found.update(re.findall(r"dnat to (" + _ADDRESS + r":\d+)", line))
+        found.update(f"{ip}:{port}" for ip, port in re.findall(r"\d+ : (" + _ADDRESS + r") \. (\d+)", line))
+        found.update(re.findall(r"^-> (" + _ADDRESS + r":\d+)", line.strip()))
+    return sorted(found, key=lambda e: tuple(int(part) for part in re.split(r"[.:]", e)))
+
+
+def rule_endpoints(lab: Any, service: str, node: str | None = None, namespace: str = "default") -> list[str]:
+    """The endpoints (`ip:port`) a node's kube-proxy rules send the Service's new connections to, read from the
+    rules of whatever mode kube-proxy runs in."""
+    return endpoints_in_rules(service_rules(lab, service, node, namespace))
+
+
+def affinity_rules(lab: Any, service: str, node: str | None = None, namespace: str = "default") -> list[str]:
+    """The rules that keep a client on its pod under `sessionAffinity: ClientIP`, in any mode: iptables' `recent`
+    checks (`--rcheck`), nftables' per-endpoint address sets (`ip saddr @affinity-…`), IPVS' `persistent`."""
+    return [line for line in service_rules(lab, service, node, namespace)
+            if "--rcheck" in line or "ip saddr @affinity-" in line or " persistent " in f"{line} "]
+
+
 class Note(str):
     """A line for the student: shown as its text, not as a quoted Python string."""
 
@@ -231,4 +344,6 @@ def self_check(passed: bool, success: str, hint: str) -> Note:
 
 
 __all__ = ["Table", "Note", "Yaml", "headings", "nodes", "spread", "pods", "running", "client_address", "pod_ips", "endpoints", "ready_count", "self_check",
-           "ClientAddresses", "address_owners"]
+           "ClientAddresses", "address_owners", "modelled_copy", "in_proxy_mode", "service_rules", "rules_of_service",
+           "endpoints_in_rules", "rule_endpoints",
+           "affinity_rules"]

@@ -87,11 +87,11 @@ def require_kind_tier(mode: str = KIND_MODE) -> None:
     require(found, "kind")
 
 
-def cluster_ready(lab: Lab) -> bool:
-    """Every node Ready and every kube-system pod Running and ready."""
+def cluster_ready(lab: Lab, workers: int = KIND_WORKERS) -> bool:
+    """Every node (a control plane and `workers` workers) Ready and every kube-system pod Running and ready."""
     nodes = lab.get("nodes")
     pods = lab.get("pods", namespace="kube-system")
-    return (len(nodes) == 1 + KIND_WORKERS
+    return (len(nodes) == 1 + workers
             and all(any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
                     for n in nodes)
             and bool(pods) and all(p["status"].get("phase") == "Running"

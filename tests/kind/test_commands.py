@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from labsupport import Lab
-from labsupport.errors import BackendUnavailable, BadRequest, NotFound
+from labsupport.errors import BackendUnavailable, BadRequest, NotFound, ProxyModeUnavailable
 from labsupport import tool_output
 from labsupport.kind import parse
-from labsupport.kind.cluster import CLIENT_STATE_FORMAT, KindCluster
+from labsupport.kind.cluster import CLIENT_STATE_FORMAT, IPVS_PROBE, KindCluster
 from labsupport.kind.config import LESSON_IMAGES, NODE_IMAGE, config_problems
 from labsupport.kind.progress import Progress, TerminalProgress
 from labsupport.kind.runner import RecordingRunner
@@ -232,6 +232,43 @@ def test_proxy_rules_per_mode(kind_lab):
         "docker exec lab-worker iptables-save"]
     with pytest.raises(NotFound):
         kind_lab.proxy_rules("nope")
+
+
+def test_ipvs_is_refused_before_anything_changes_when_the_kernel_lacks_it(kind_lab):
+    runner = kind_lab.runner
+    runner.answer(["docker", "exec", "lab-worker", "sh", "-c", IPVS_PROBE], returncode=1)
+    runner.answer(["docker", "exec", "lab-worker", "uname", "-r"], stdout="6.18.44-test\n")
+    before = kind_lab.get("configmap", "kube-proxy", namespace="kube-system")["data"]["config.conf"]
+    with pytest.raises(ProxyModeUnavailable) as refused:
+        kind_lab.set_proxy_mode("ipvs")
+    assert refused.value.mode == "ipvs" and "6.18.44-test" in refused.value.reason
+    assert "stays in iptables mode" in str(refused.value) and 'proxy_mode="ipvs"' in str(refused.value)
+    assert kind_lab.get("configmap", "kube-proxy", namespace="kube-system")["data"]["config.conf"] == before
+    assert kind_lab.proxy_mode == "iptables"
+
+
+def test_a_node_name_of_the_embedded_cluster_lands_on_the_same_kind_node(kind_lab):
+    # kind names the nodes after the cluster; the embedded API server behind this lab keeps its own names
+    kind_lab.runner.answer_in_turn(["kind", "get", "nodes"], "labsupport-control-plane\nlabsupport-worker\n"
+                                                             "labsupport-worker2\nlabsupport-worker3\n")
+    pod = kind_lab.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pinned"},
+                          "spec": {"nodeName": "lab-worker2", "containers": [{"name": "c", "image": "busybox:1.36"}]}})
+    assert pod[0]["spec"]["nodeName"] == "labsupport-worker2"
+    deploy = kind_lab.apply({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "near"},
+        "spec": {"selector": {"matchLabels": {"app": "near"}}, "template": {
+            "metadata": {"labels": {"app": "near"}},
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": "lab-worker"},
+                     "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                         "nodeSelectorTerms": [{"matchExpressions": [
+                             {"key": "kubernetes.io/hostname", "operator": "In", "values": ["lab-worker3", "x"]}]}]}}},
+                     "containers": [{"name": "c", "image": "busybox:1.36"}]}}}})
+    spec = deploy[0]["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {"kubernetes.io/hostname": "labsupport-worker"}
+    assert spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+        "matchExpressions"][0]["values"] == ["labsupport-worker3", "x"]
+    with pytest.raises(NotFound):
+        kind_lab.proxy_rules("lab-worker9")
 
 
 def test_conntrack_and_node_internals(kind_lab):

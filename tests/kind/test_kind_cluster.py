@@ -8,11 +8,13 @@ LABSUPPORT_KIND_MODE picks kube-proxy's mode (default nftables).
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from labsupport import Lab
 from labsupport import tool_output
-from labsupport.errors import NotFound
+from labsupport.errors import NotFound, ProxyModeUnavailable
 from labsupport.kind import images
 from tests.kind import lesson
 from tests.kind.conftest import KIND_CLUSTER, KIND_MODE, KIND_WORKERS
@@ -63,6 +65,49 @@ def test_real_rules_name_the_service(kind_ns):
     assert trace.result.ok and trace.result.pod
     assert any(r.startswith("DNAT") for r in trace.rewrites), trace.text()
     assert all(tool_output.parse_conntrack_line(line) for line in kind_ns.conntrack())
+
+
+def test_ipvs_on_a_kernel_without_it_is_refused_and_kube_proxy_keeps_its_mode(kind_cluster):
+    backend = kind_cluster.backend
+    reason = backend.ipvs_problem()
+    if reason is None:
+        pytest.skip("this host's kernel has IPVS: switching would change the shared cluster's mode")
+    config = kind_cluster.get("configmap", "kube-proxy", namespace="kube-system")
+    with pytest.raises(ProxyModeUnavailable) as refused:
+        kind_cluster.set_proxy_mode("ipvs")
+    assert refused.value.reason == reason and os.uname().release in reason
+    assert f"stays in {KIND_MODE} mode" in str(refused.value)
+    after = kind_cluster.get("configmap", "kube-proxy", namespace="kube-system")
+    assert after["data"] == config["data"] and after["metadata"]["resourceVersion"] == config["metadata"][
+        "resourceVersion"]
+    assert kind_cluster.proxy_mode == KIND_MODE
+
+
+def test_embedded_node_names_in_a_manifest_land_on_the_kind_node(kind_ns):
+    kind_ns.apply("""
+apiVersion: v1
+kind: Pod
+metadata: {name: pinned}
+spec:
+  nodeName: lab-worker
+  containers: [{name: c, image: "busybox:1.36", command: [sleep, "3600"]}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: near}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: near}}
+  template:
+    metadata: {labels: {app: near}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: lab-worker}
+      containers: [{name: c, image: "busybox:1.36", command: [sleep, "3600"]}]
+""")
+    kind_ns.wait(lambda l: len(lesson.running_pods(l, "near")) == 2
+                 and l.get("pod", "pinned")["status"].get("phase") == "Running", timeout=180)
+    placed = {p["spec"]["nodeName"] for p in kind_ns.get("pods")}
+    assert placed == {f"{KIND_CLUSTER}-worker"}, placed
 
 
 def test_kube_backend_on_the_real_cluster_a_namespace_per_student(kind_cluster):
