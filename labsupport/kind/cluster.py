@@ -21,6 +21,7 @@ from labsupport.errors import APIError, BackendUnavailable, BadRequest, NotFound
 from labsupport import tool_output
 from labsupport.kind import parse
 from labsupport.kind.client import KubeBackend
+from labsupport.kind.podconn import PodKeepAlive
 from labsupport.kind.engine import cgroup_v1, ensure_network, lacks_sys_resource
 from labsupport.kind.images import NODE_IMAGE as LOCAL_NODE_IMAGE, local_node_image
 from labsupport.kind.config import (CLIENT_IMAGE, DEFAULT_CLUSTER, LESSON_IMAGES, NODE_IMAGE, NODE_PORTS, PREFIX,
@@ -431,6 +432,15 @@ class KindBackend(KubeBackend):
                 result.node = pod.get("spec", {}).get("nodeName")
                 result.endpoint = record.endpoint
 
+    def _identify_connection(self, result: CurlResult, conn: PodKeepAlive, known: CurlResult | None) -> None:
+        """As on any cluster (the app's reply, else the connection's first answer); what is still unknown comes
+        from the connection's conntrack entry on the client pod's node, found by the local port of nc's socket."""
+        super()._identify_connection(result, conn, known)
+        if (result.pod is None or result.client_ip is None) and conn.socket is not None:
+            out = tool_output.CurlOutput(body="", status=result.status, local_ip=conn.socket.local_ip,
+                                         local_port=conn.socket.local_port)
+            self._from_conntrack(result, out, conn.url, conn.source)
+
     # --- trace --------------------------------------------------------------------------------------------------
     def _counters(self, node: str, mode: str) -> list[parse.RuleCounter]:
         if mode == "iptables":
@@ -545,8 +555,11 @@ class KindBackend(KubeBackend):
 
     # --- tools --------------------------------------------------------------------------------------------------
     def kubeconfig(self) -> str:
-        """kind's kubeconfig for this cluster."""
-        return str(self.kind_cluster.kubeconfig_path)
+        """kind's kubeconfig for this cluster; for a lab in a namespace of its own, a copy whose context names that
+        namespace, so `lab.kubectl("delete pod web-0")` acts where the lab's verbs act."""
+        if self.namespace == "default":
+            return str(self.kind_cluster.kubeconfig_path)
+        return super().kubeconfig()
 
     def summary_html(self) -> str:
         """A short HTML card for the Lab's repr."""
