@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import html
 import ipaddress
+import shlex
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,15 @@ from labsupport.kind.runner import CommandResult, CommandRunner
 from labsupport.model.kinds import resolve
 
 EMBEDDED_NODE_PREFIX = "lab-"
+#: kube-proxy's metrics on its node (kind binds them on every address; loopback answers either way).
+KUBE_PROXY_METRICS = "http://127.0.0.1:10249/metrics"
+#: How long kube-proxy may take to notice a write (its informers' delay) before traffic stops waiting for it.
+NOTICE_SECONDS = 1.0
+#: The longest traffic waits for kube-proxy to write what it noticed.
+CATCH_UP_SECONDS = 15.0
+#: kubectl's commands that change objects (after them, traffic waits for kube-proxy as after `lab.apply`).
+KUBECTL_WRITES = frozenset({"apply", "create", "delete", "edit", "patch", "replace", "scale", "set", "label",
+                            "annotate", "run", "expose", "rollout", "autoscale", "cordon", "uncordon", "drain"})
 STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
 CREATE_WAIT = "180s"
 
@@ -235,12 +246,88 @@ class KindBackend(KubeBackend):
         super().__init__(str(self.kind_cluster.kubeconfig_path), namespace or "default", proxy_mode=proxy_mode,
                          runner=runner, request_timeout=request_timeout)
         self._virtual = False
+        self._last_write: float | None = None
+        self._caught_up: dict[str, float] = {}
         if not created and self.proxy_mode() != proxy_mode:
             self.set_proxy_mode(proxy_mode)
 
     def client_ip(self) -> str:
         """The client container's address on the kind network."""
         return self.kind_cluster.client_ip() or "(the client container)"
+
+    # --- writes, and kube-proxy catching up with them -----------------------------------------------------------
+    def _wrote(self) -> None:
+        self._last_write = time.time()
+
+    def apply(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """As on any cluster; the next request waits until kube-proxy has written what this changed."""
+        try:
+            return super().apply(obj, field_validation)
+        finally:
+            self._wrote()
+
+    def create(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """As on any cluster; the next request waits until kube-proxy has written what this changed."""
+        try:
+            return super().create(obj, field_validation)
+        finally:
+            self._wrote()
+
+    def delete(self, kind: str, name: str, namespace: str | None, grace_period: int | None = None) -> dict:
+        """As on any cluster; the next request waits until kube-proxy has written what this changed."""
+        try:
+            return super().delete(kind, name, namespace, grace_period)
+        finally:
+            self._wrote()
+
+    def scale(self, name: str, replicas: int, namespace: str) -> dict:
+        """As on any cluster; the next request waits until kube-proxy has written what this changed."""
+        try:
+            return super().scale(name, replicas, namespace)
+        finally:
+            self._wrote()
+
+    def kubectl(self, command: str | list[str], **options: Any) -> Any:
+        """Real kubectl, as on any cluster; after a command that changes objects, the next request waits until
+        kube-proxy has written what it changed."""
+        try:
+            return super().kubectl(command, **options)
+        finally:
+            args = shlex.split(command) if isinstance(command, str) else list(command)
+            args = args[1:] if args[:1] == ["kubectl"] else args
+            if any(a in KUBECTL_WRITES for a in args[:2]):
+                self._wrote()
+
+    def _catch_up(self, node: str | None) -> None:
+        """Before traffic enters `node`: let its kube-proxy write the last change (bounded). A real kube-proxy
+        writes a change within its sync period, so a request sent the instant after `lab.apply` would meet the old
+        rules; its metrics say when it last queued and last finished a sync, and traffic goes once it has noticed
+        the write and synced, or has noticed nothing within NOTICE_SECONDS (the write did not concern it)."""
+        written = self._last_write
+        if node is None or written is None or self._caught_up.get(node, 0.0) >= written:
+            return
+        deadline = time.monotonic() + CATCH_UP_SECONDS
+        while time.monotonic() < deadline:
+            done = self.kind_cluster.node_exec(node, ["curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS])
+            marks = parse.sync_marks(done.stdout) if done.ok else None
+            if marks is None:
+                break       # no metrics to read (kube-proxy stopped, or no curl on the node): go as before
+            queued, synced = marks
+            if synced >= queued and (queued >= written or time.time() - written >= NOTICE_SECONDS):
+                break
+            time.sleep(0.2)
+        self._caught_up[node] = written
+
+    def _catch_up_for(self, url: str, source: str) -> None:
+        try:
+            self._catch_up(self._entry_node(url if "://" in url else f"http://{url}", source))
+        except (APIError, BackendUnavailable):
+            pass
+
+    def connect(self, url: str, source: str) -> Any:
+        """A keep-alive connection (see KubeBackend.connect), opened once kube-proxy has caught up."""
+        self._catch_up_for(url, source)
+        return super().connect(url, source)
 
     # --- nodes --------------------------------------------------------------------------------------------------
     def _node_objects(self) -> list[dict]:
@@ -396,7 +483,9 @@ class KindBackend(KubeBackend):
     def curl(self, url: str, source: str, **options: Any) -> CurlResult:
         """One real request from the client container, a node or a pod. Which pod answered and the client address
         it saw come from the app's reply when it tells (agnhost, echoserver), else from the connection's conntrack
-        entry on the node it entered (the reply tuple: from the pod, to the address the pod saw)."""
+        entry on the node it entered (the reply tuple: from the pod, to the address the pod saw). After a write it
+        waits until kube-proxy on that node has caught up (`_catch_up`), as `lab.curl` on sim meets the new rules."""
+        self._catch_up_for(url, source)
         result, out = self._curl_raw(url, source, options)
         if result.ok and out is not None and (result.pod is None or result.client_ip is None):
             self._from_conntrack(result, out, url, source)
@@ -454,6 +543,7 @@ class KindBackend(KubeBackend):
         """One real request, with the kube-proxy rules whose counters it moved and its conntrack entry."""
         target = url if "://" in url else f"http://{url}"
         node = self._entry_node(target, source)
+        self._catch_up(node)
         mode = self.proxy_mode()
         before = {(c.table, c.chain, c.rule): c.packets for c in self._counters(node, mode)} if node else {}
         result, out = self._curl_raw(url, source, {})

@@ -325,3 +325,36 @@ def test_a_lessons_embedded_node_name_reaches_the_kind_node_of_that_role(kind_la
     from labsupport.errors import NotFound
     with pytest.raises(NotFound):
         kind_lab.proxy_rules("node/lab-worker7")
+
+
+def kube_proxy_metrics(queued: float, synced: float) -> str:
+    """kube-proxy's /metrics as a node serves it, with its last queued and last finished sync of the rules."""
+    return ("# HELP kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds [ALPHA] The last time a sync of proxy "
+            "rules was queued\n# TYPE kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds gauge\n"
+            f'kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{{ip_family="IPv4"}} {queued:.9e}\n'
+            f'kubeproxy_sync_proxy_rules_last_timestamp_seconds{{ip_family="IPv4"}} {synced:.9e}\n'
+            "kubeproxy_sync_proxy_rules_duration_seconds_count 12\n")
+
+
+def test_traffic_after_a_write_waits_for_kube_proxy_to_sync_it(kind_lab):
+    import time
+    from labsupport.kind.cluster import KUBE_PROXY_METRICS
+    runner = kind_lab.runner
+    metrics = ["docker", "exec", "lab-worker", "curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS]
+    kind_lab.curl("http://10.96.0.1/", source="node/lab-worker")
+    assert not [c for c in runner.calls if c == metrics], "waited for kube-proxy though nothing was written"
+    soon = time.time() + 60
+    # noticed the write, not yet synced; then synced
+    runner.answer_in_turn(metrics, kube_proxy_metrics(soon, soon - 30), kube_proxy_metrics(soon, soon + 1))
+    kind_lab.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                    "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    kind_lab.curl("http://10.96.0.1/", source="node/lab-worker")
+    assert [c for c in runner.calls if c == metrics] == [metrics, metrics]
+    kind_lab.curl("http://10.96.0.1/", source="node/lab-worker")
+    assert len([c for c in runner.calls if c == metrics]) == 2, "waited again with no new write"
+
+
+def test_kube_proxy_sync_marks_of_every_ip_family():
+    text = kube_proxy_metrics(100.5, 99.0) + kube_proxy_metrics(98.0, 101.0).replace("IPv4", "IPv6")
+    assert parse.sync_marks(text) == (100.5, 99.0)
+    assert parse.sync_marks("# no kube-proxy here\nprocess_cpu_seconds_total 3\n") is None
