@@ -30,6 +30,7 @@ from labsupport import tool_output
 from labsupport import rawhttp
 from labsupport.kind import parse
 from labsupport.kind.config import DNSUTILS_IMAGE
+from labsupport.kind.meter import WatchMeter
 from labsupport.kind.podconn import PodKeepAlive
 from labsupport.kind.preflight import state_dir
 from labsupport.kind.runner import CommandResult, CommandRunner, kubectl_path
@@ -125,6 +126,7 @@ class KubeBackend:
         self._closed = False
         self._throwaway: list[tuple[str, str]] = []
         self._connections: list[RealKeepAlive | PodKeepAlive] = []
+        self._meters: list[WatchMeter] = []
         self._virtual: bool | None = None
         self._virtual_now: float | None = None
         self._advanced = 0.0
@@ -795,10 +797,31 @@ class KubeBackend:
         from labsupport.kubectl import run_kubectl
         return run_kubectl(self.kubeconfig(), command, show=show, input=input, timeout=timeout, events=events)
 
-    def meter(self, kinds: tuple[str, ...], watchers: int | None) -> Any:
-        """Watch-traffic metering needs the embedded control plane."""
-        raise BackendUnavailable(tr("lab.meter counts the embedded store's watch traffic; the {backend} backend "
-                                    "has no embedded control plane — use the sim backend for it", backend=self.name))
+    def meter(self, kinds: tuple[str, ...], watchers: int | None) -> WatchMeter:
+        """Real watches on `kinds` in the lab's namespace from now on, each event counted with the bytes the API
+        server sent for it, as `watchers` subscribers (default: one kube-proxy per node) would each receive it."""
+        if watchers is None:
+            try:
+                watchers = len(self.list("nodes", None, None)) or 1
+            except APIError:
+                watchers = 1
+
+        def open_stream(kind: str):
+            info = self._resolve(kind)
+            path = self._path(info, self.namespace if info.namespaced else None)
+            since = (self._call("GET", path, query=[("limit", 1)]).get("metadata") or {}).get("resourceVersion")
+            response = self._call("GET", path, query=[("watch", "true"), ("resourceVersion", since),
+                                                      ("timeoutSeconds", 3600)], stream=True, timeout=3605)
+
+            def close() -> None:
+                response.shutdown()
+                response.release_conn()
+
+            return response.stream(4096, decode_content=True), close
+
+        meter = WatchMeter(kinds, watchers, open_stream)
+        self._meters.append(meter)
+        return meter
 
     def client_ip(self) -> str:
         """Requests from "client" run in a throwaway pod here, so the client is in the cluster."""
@@ -855,6 +878,8 @@ class KubeBackend:
         self._stop.set()
         for conn in list(self._connections):
             conn.close()
+        for meter in self._meters:
+            meter.stop()
         for ns, name in list(self._throwaway):
             self._forget(ns, name)
         self.api.close()

