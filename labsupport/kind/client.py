@@ -839,7 +839,8 @@ class KubeBackend:
         return ClusterSnapshot(nodes=nodes, pods=self.list("pods", ns, None), services=self.list("services", ns, None),
                                endpointslices=self.list("endpointslices", ns, None),
                                workloads=self.list("deployments", ns, None) + self.list("statefulsets", ns, None),
-                               proxies={n["metadata"]["name"]: ProxyStatus(mode=mode, running=True) for n in nodes})
+                               proxies={n["metadata"]["name"]: ProxyStatus(mode=mode, running=True) for n in nodes},
+                               home=ns)
 
     def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """No push from a real cluster here: the picture redraws after each cell instead."""

@@ -561,7 +561,8 @@ class KindBackend(KubeBackend):
             if out is not None:
                 _, record = self._connection_entry(out, url, source)
                 if record is not None:
-                    rewrites.append(f"conntrack: {record.line}")
+                    # the entry itself is what the node shows; the rewrites are the NAT it records, in sim's words
+                    note += f"\nconntrack: {record.line}"
                     if record.dnat:
                         rewrites.append(f"DNAT {record.original.dst}:{record.original.dport} -> {record.endpoint}")
                     if record.snat:

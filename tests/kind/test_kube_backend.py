@@ -221,3 +221,15 @@ def test_kubectls_kubeconfig_follows_a_cluster_made_again(server, tmp_path, monk
         source.write_text(source.read_text().replace("server: ", "server: https://127.0.0.1:9 #", 1))
         os.utime(source, (later, later))
         assert "https://127.0.0.1:9" in open(lab.backend.kubeconfig()).read(), "the stale copy was kept"
+
+
+def test_the_picture_sets_a_policy_on_a_service_of_the_students_own_namespace(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path))
+    server.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "alice"}})
+    with Lab(backend="kube", kubeconfig=embedded_kubeconfig(server), namespace="alice") as alice:
+        graph = alice.graph(live=False)       # drawn before the Service exists, as in lesson 09
+        alice.apply(lesson.echo_service("Cluster"))
+        graph.set_external_traffic_policy("Local", service="echo")
+        assert graph.service.value == "alice/echo"
+        assert alice.get("svc", "echo")["spec"]["externalTrafficPolicy"] == "Local"
+        assert server.get("svc", "echo", namespace="alice")["spec"]["externalTrafficPolicy"] == "Local"
