@@ -287,11 +287,12 @@ class KindBackend(KubeBackend):
         finally:
             self._wrote()
 
-    def kubectl(self, command: str | list[str], **options: Any) -> Any:
+    def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None,
+                timeout: float | None = None, events: int | None = None) -> Any:
         """Real kubectl, as on any cluster; after a command that changes objects, the next request waits until
         kube-proxy has written what it changed."""
         try:
-            return super().kubectl(command, **options)
+            return super().kubectl(command, show=show, input=input, timeout=timeout, events=events)
         finally:
             args = shlex.split(command) if isinstance(command, str) else list(command)
             args = args[1:] if args[:1] == ["kubectl"] else args
