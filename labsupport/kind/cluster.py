@@ -37,8 +37,9 @@ from labsupport.model.kinds import resolve
 EMBEDDED_NODE_PREFIX = "lab-"
 #: kube-proxy's metrics on its node (kind binds them on every address; loopback answers either way).
 KUBE_PROXY_METRICS = "http://127.0.0.1:10249/metrics"
-#: How long kube-proxy may take to notice a write (its informers' delay) before traffic stops waiting for it.
-NOTICE_SECONDS = 1.0
+#: How long after a write traffic waits at least: kube-proxy must see the write and what controllers write because
+#: of it (a new Service's EndpointSlice comes a moment after the Service; without it a NodePort is rejected).
+NOTICE_SECONDS = 1.5
 #: The longest traffic waits for kube-proxy to write what it noticed.
 CATCH_UP_SECONDS = 15.0
 #: kubectl's commands that change objects (after them, traffic waits for kube-proxy as after `lab.apply`).
@@ -302,8 +303,8 @@ class KindBackend(KubeBackend):
     def _catch_up(self, node: str | None) -> None:
         """Before traffic enters `node`: let its kube-proxy write the last change (bounded). A real kube-proxy
         writes a change within its sync period, so a request sent the instant after `lab.apply` would meet the old
-        rules; its metrics say when it last queued and last finished a sync, and traffic goes once it has noticed
-        the write and synced, or has noticed nothing within NOTICE_SECONDS (the write did not concern it)."""
+        rules; its metrics say when it last queued and last finished a sync, and traffic goes once NOTICE_SECONDS
+        have passed since the write and every sync queued by then is done."""
         written = self._last_write
         if node is None or written is None or self._caught_up.get(node, 0.0) >= written:
             return
@@ -314,7 +315,7 @@ class KindBackend(KubeBackend):
             if marks is None:
                 break       # no metrics to read (kube-proxy stopped, or no curl on the node): go as before
             queued, synced = marks
-            if synced >= queued and (queued >= written or time.time() - written >= NOTICE_SECONDS):
+            if synced >= queued and time.time() - written >= NOTICE_SECONDS:
                 break
             time.sleep(0.2)
         self._caught_up[node] = written

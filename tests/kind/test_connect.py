@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from labsupport import Lab, NotFound
-from labsupport.errors import BadRequest
+from labsupport.errors import BackendUnavailable, BadRequest
 from labsupport import tool_output
 from tests.kind.conftest import KIND_CLUSTER, KIND_MODE, KIND_WORKERS
 
@@ -162,3 +162,40 @@ def test_closing_the_lab_closes_its_open_connections(web):
         other.close()
     assert all(c.closed for c in conns)
     assert {entries(web, node, ip, vip)[p].state for p in ports} == {"TIME_WAIT"}
+
+
+AGNHOST = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: echo}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: echo}}
+  template:
+    metadata: {labels: {app: echo}}
+    spec:
+      containers:
+      - {name: agnhost, image: "registry.k8s.io/e2e-test-images/agnhost:2.53", args: [netexec, --http-port=8080]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo}
+spec:
+  selector: {app: echo}
+  ports: [{port: 80, targetPort: 8080}]
+"""
+
+
+def test_on_the_kube_backend_the_app_names_the_pod(web):
+    """Without node access (kube), which pod holds the connection is what the app says: agnhost's /hostname."""
+    web.apply(AGNHOST)
+    web.wait(lambda l: ready(l, "echo") == 3, timeout=240)
+    web.wait(lambda l: l.curl("http://echo/hostname", source="pod/client").ok, timeout=60)
+    with Lab(backend="kube", kubeconfig=web.kubeconfig, namespace=web.backend.namespace) as kube:
+        conn = kube.connect("http://echo/hostname", source="pod/client")
+        pods = {p["metadata"]["name"] for p in kube.get("pods", selector="app=echo")}
+        assert conn.pod in pods and conn.first.body.strip() == conn.pod
+        assert {conn.request().body.strip() for _ in range(4)} == {conn.pod}
+        with pytest.raises(BackendUnavailable, match="from a node is not offered"):
+            kube.connect("http://echo/hostname", source=f"node/{KIND_CLUSTER}-worker")
+    assert conn.closed, "closing the kube lab left its connection open"
