@@ -162,6 +162,8 @@ class ClusterSnapshot:
     endpointslices: list[dict]
     workloads: list[dict]
     proxies: dict[str, ProxyStatus]
+    #: the namespace a verb's "default" stands for: the lab's own on a shared cluster (`kube`, a kind namespace)
+    home: str = "default"
 
 
 __all__ = ["Hop", "CurlResult", "Trace", "NslookupAnswer", "ProxyStatus", "ClusterSnapshot"]

@@ -1,10 +1,12 @@
-"""Reading what real tools print, once for every backend that runs them: nslookup, curl and conntrack.
+"""Reading what real tools print, once for every backend that runs them: nslookup, curl, conntrack and a process's
+sockets in /proc.
 
 Each parser turns the text into the result types of `labsupport.results`, so a lesson reads the kernel's answers
 (`netns`) and a real cluster's (`kind`, `kube`) the way it reads the embedded one's.
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 
@@ -233,5 +235,68 @@ def conntrack_rewrites(line: str) -> list[str]:
     return out
 
 
+# --- /proc/net/tcp and a process's descriptors ----------------------------------------------------------------
+
+#: The kernel's TCP states as /proc/net/tcp numbers them (include/net/tcp_states.h), named as `ss` names them.
+TCP_STATES = {1: "ESTAB", 2: "SYN-SENT", 3: "SYN-RECV", 4: "FIN-WAIT-1", 5: "FIN-WAIT-2", 6: "TIME-WAIT",
+              7: "UNCONN", 8: "CLOSE-WAIT", 9: "LAST-ACK", 10: "LISTEN", 11: "CLOSING", 12: "NEW-SYN-RECV"}
+
+
+@dataclass(frozen=True)
+class TcpSocket:
+    """One line of /proc/net/tcp or /proc/net/tcp6: the socket's two ends, its state and its inode."""
+
+    local_ip: str
+    local_port: int
+    remote_ip: str
+    remote_port: int
+    state: str
+    inode: int
+
+
+def _proc_address(text: str) -> tuple[str, int]:
+    """An `ADDR:PORT` of /proc/net/tcp: the address in hex, 32-bit words in the host's (little-endian) order."""
+    addr, _, port = text.partition(":")
+    if len(addr) not in (8, 32) or not port:
+        raise ValueError(f"not an address of /proc/net/tcp: {text!r}")
+    raw = b"".join(bytes.fromhex(addr[i:i + 8])[::-1] for i in range(0, len(addr), 8))
+    ip = ipaddress.ip_address(raw)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return str(ip), int(port, 16)
+
+
+def parse_proc_net_tcp(text: str) -> list[TcpSocket]:
+    """Every socket listed in /proc/net/tcp and /proc/net/tcp6 text (header lines and other lines skipped)."""
+    sockets = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) < 10 or not words[0].rstrip(":").isdigit():
+            continue
+        try:
+            local, remote = _proc_address(words[1]), _proc_address(words[2])
+            state, inode = int(words[3], 16), int(words[9])
+        except ValueError:
+            continue
+        sockets.append(TcpSocket(local[0], local[1], remote[0], remote[1], TCP_STATES.get(state, str(state)), inode))
+    return sockets
+
+
+_SOCKET_LINK = re.compile(r"socket:\[(\d+)\]")
+
+
+def socket_inodes(text: str) -> list[int]:
+    """The socket inodes in `ls -l /proc/<pid>/fd` (or `readlink`) output: each `socket:[N]` link, in order."""
+    return [int(m.group(1)) for m in _SOCKET_LINK.finditer(text)]
+
+
+def process_socket(fd_listing: str, tcp_tables: str) -> TcpSocket | None:
+    """The TCP socket a process holds, from its descriptors (`ls -l /proc/<pid>/fd`) and its network namespace's
+    /proc/net/tcp and tcp6; None when it holds none (a process holding several gets its first, by descriptor)."""
+    by_inode = {s.inode: s for s in parse_proc_net_tcp(tcp_tables)}
+    return next((by_inode[i] for i in socket_inodes(fd_listing) if i in by_inode), None)
+
+
 __all__ = ["parse_nslookup", "CurlOutput", "curl_argv", "parse_curl", "CURL_MARK", "ConntrackRecord", "Tuple",
-           "parse_conntrack_line", "parse_conntrack", "conntrack_lines", "conntrack_rewrites"]
+           "parse_conntrack_line", "parse_conntrack", "conntrack_lines", "conntrack_rewrites", "TcpSocket",
+           "TCP_STATES", "parse_proc_net_tcp", "socket_inodes", "process_socket"]

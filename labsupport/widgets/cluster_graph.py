@@ -15,7 +15,7 @@ import ipywidgets as widgets
 from labsupport.model.objects import clone
 from labsupport.i18n import tr
 from labsupport.widgets.lesson import address_owners
-from labsupport.widgets.live import LiveView, read_cluster
+from labsupport.widgets.live import LiveView, read_cluster, wanted_namespaces
 from labsupport.widgets.present import type_scale
 from labsupport.widgets.scene import CLIENT, Layout, Step, build_model, render_svg, trace_steps
 
@@ -239,7 +239,11 @@ class ClusterGraph(LiveView):
     def set_external_traffic_policy(self, policy: str, service: str | None = None) -> str:
         """Set externalTrafficPolicy on a NodePort or LoadBalancer Service (default: the one chosen above)."""
         if service is not None:
-            self.service.value = self._service_choice(service)
+            choice = self._service_choice(service)
+            if choice not in [o[1] if isinstance(o, tuple) else o for o in self.service.options]:
+                self.draw()     # a Service made since the picture last drew
+                choice = self._service_choice(service)
+            self.service.value = choice
         svc = self._current_service()
         if svc is None:
             raise ValueError(tr("choose a Service first"))
@@ -322,7 +326,7 @@ class ClusterGraph(LiveView):
         self._update_choices(objects)
 
     def _update_choices(self, objects: dict) -> None:
-        wanted = None if self.namespaces is None else set(self.namespaces)
+        wanted = wanted_namespaces(self.namespaces, objects)
         shown = [o for o in objects["pods"] if wanted is None or o["metadata"].get("namespace") in wanted]
         one_namespace = self.namespaces is not None and len(self.namespaces) == 1
         pods = [(pod_label(p, one_namespace), f"{p['metadata']['namespace']}/{p['metadata']['name']}")

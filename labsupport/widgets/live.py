@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import ipywidgets as widgets
 
@@ -34,7 +34,16 @@ def read_cluster(lab: Any, *, rule_counts: bool = True) -> dict:
     snap = lab.backend.snapshot(rule_counts=rule_counts)
     return {"nodes": snap.nodes, "pods": snap.pods, "services": snap.services, "slices": snap.endpointslices,
             "workloads": snap.workloads, "proxies": {name: dataclasses.asdict(status)
-                                                     for name, status in snap.proxies.items()}}
+                                                     for name, status in snap.proxies.items()},
+            "home": snap.home}
+
+
+def wanted_namespaces(namespaces: Iterable[str] | None, objects: dict) -> set[str] | None:
+    """The namespaces a view shows, "default" read as the lab's own (`objects["home"]`); None: every one."""
+    if namespaces is None:
+        return None
+    home = objects.get("home") or "default"
+    return {home if n == "default" else n for n in namespaces}
 
 
 class LiveView(widgets.VBox):

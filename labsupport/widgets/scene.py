@@ -141,7 +141,8 @@ def build_model(objects: dict, namespaces: Iterable[str] | None = ("default",)) 
     {node name: {"mode": …, "running": …, "rules": …}}; `namespaces` limits the pods and Services shown
     (None shows every namespace).
     """
-    wanted = None if namespaces is None else set(namespaces)
+    home = objects.get("home") or "default"
+    wanted = None if namespaces is None else {home if n == "default" else n for n in namespaces}
     graph = nx.DiGraph()
     graph.add_node(CLIENT, kind="client", label=tr("client (outside the cluster)"))
     proxies = objects.get("proxies") or {}

@@ -327,8 +327,10 @@ def test_trace_shows_counters_that_moved_and_the_conntrack_entry(kind_lab, monke
     assert hop.where == "lab-worker" and counted in hop.what
     (hit,) = hop.rules
     assert hit.chain == "KUBE-SEP-7QE66YRUUVCO6FRM" and hit.action == "DNAT" and hit.packets == 1
-    assert "DNAT 172.18.0.3:30080 -> 10.244.2.3:80" in hop.rewrites
-    assert any(r.startswith("SNAT 172.18.0.9:48812 -> 172.18.0.3:17234") for r in hop.rewrites)
+    # the rewrites are the NAT alone, DNAT first as on sim (a lesson reads trace.rewrites[0]); the entry is in the note
+    assert hop.rewrites[0] == "DNAT 172.18.0.3:30080 -> 10.244.2.3:80"
+    assert hop.rewrites[1].startswith("SNAT 172.18.0.9:48812 -> 172.18.0.3:17234") and len(hop.rewrites) == 2
+    assert "conntrack: tcp " in hop.what and "sport=48812" in hop.what
     if language == "en":
         assert "trace http://172.18.0.3:30080/ from client" in trace.text()
 
@@ -385,3 +387,40 @@ def test_a_node_name_in_a_url_is_curled_at_that_nodes_address(kind_lab):
     assert curls and curls[-1].endswith(f" http://{ip}:30080/hostname")
     kind_lab.curl("http://lab-nowhere:30080/")
     assert [c for c in kind_lab.runner.commands() if " curl " in c][-1].endswith(" http://lab-nowhere:30080/")
+
+
+def kube_proxy_metrics(queued: float, synced: float) -> str:
+    """kube-proxy's /metrics as a node serves it, with its last queued and last finished sync of the rules."""
+    return ("# HELP kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds [ALPHA] The last time a sync of proxy "
+            "rules was queued\n# TYPE kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds gauge\n"
+            f'kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{{ip_family="IPv4"}} {queued:.9e}\n'
+            f'kubeproxy_sync_proxy_rules_last_timestamp_seconds{{ip_family="IPv4"}} {synced:.9e}\n'
+            "kubeproxy_sync_proxy_rules_duration_seconds_count 12\n")
+
+
+def test_traffic_after_a_write_waits_for_kube_proxy_to_sync_it(kind_lab):
+    import time
+    from labsupport.kind.cluster import KUBE_PROXY_METRICS, NOTICE_SECONDS
+    runner = kind_lab.runner
+    metrics = ["docker", "exec", "lab-worker", "curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS]
+    kind_lab.curl("http://10.96.0.1/", source="node/lab-worker")
+    assert not [c for c in runner.calls if c == metrics], "waited for kube-proxy though nothing was written"
+    soon = time.time() + 60
+    # noticed the write, not yet synced; then synced
+    runner.answer_in_turn(metrics, kube_proxy_metrics(soon, soon - 30), kube_proxy_metrics(soon, soon + 1))
+    kind_lab.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                    "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    written = time.monotonic()
+    kind_lab.curl("http://10.96.0.1/", source="node/lab-worker")
+    # it read the metrics until the sync was done and the controllers' writes had time to follow
+    assert time.monotonic() - written >= NOTICE_SECONDS
+    polls = len([c for c in runner.calls if c == metrics])
+    assert polls >= 2
+    kind_lab.curl("http://10.96.0.1/", source="node/lab-worker")
+    assert len([c for c in runner.calls if c == metrics]) == polls, "waited again with no new write"
+
+
+def test_kube_proxy_sync_marks_of_every_ip_family():
+    text = kube_proxy_metrics(100.5, 99.0) + kube_proxy_metrics(98.0, 101.0).replace("IPv4", "IPv6")
+    assert parse.sync_marks(text) == (100.5, 99.0)
+    assert parse.sync_marks("# no kube-proxy here\nprocess_cpu_seconds_total 3\n") is None

@@ -87,11 +87,12 @@ def test_each_student_in_their_own_namespace(server, tmp_path, monkeypatch):
         assert alice.nslookup("web").addresses == [svc["spec"]["clusterIP"]]
         # the picture shows namespace "default", which means the student's own here, as in every verb
         picture = alice.graph()
-        assert "default/web" in picture.service.options
+        assert "alice/web" in [o[1] if isinstance(o, tuple) else o for o in picture.service.options]
         shown = alice.backend.snapshot()
-        assert {p["metadata"]["namespace"] for p in shown.pods} == {"default"} and len(shown.pods) == 3
-        assert {e["targetRef"]["namespace"] for s in shown.endpointslices for e in s["endpoints"]} == {"default"}
-        assert alice.get("svc", "web")["metadata"]["namespace"] == "alice", "the objects themselves are unchanged"
+        assert shown.home == "alice" and len(shown.pods) == 3
+        assert {p["metadata"]["namespace"] for p in shown.pods} == {"alice"}, "the objects themselves are unchanged"
+        assert picture.set_external_traffic_policy("Local", service="web")
+        assert alice.get("svc", "web")["spec"]["externalTrafficPolicy"] == "Local"
         picture.close()
 
 
@@ -102,7 +103,6 @@ def test_each_student_in_their_own_namespace(server, tmp_path, monkeypatch):
     lambda l: l.curl("http://web", "node/lab-worker"),
     lambda l: l.set_proxy_mode("nftables"),
     lambda l: l.stop_kube_proxy(),
-    lambda l: l.meter(),
 ])
 def test_node_access_is_unavailable_with_a_reason(kube, verb):
     with pytest.raises(BackendUnavailable) as info:
@@ -110,6 +110,35 @@ def test_node_access_is_unavailable_with_a_reason(kube, verb):
     message = str(info.value)
     assert "kube backend" in message or "cluster-admin" in message or "embedded control plane" in message
     assert "kind" in message or "sim" in message
+
+
+def test_meter_counts_what_a_real_watch_ships(kube):
+    kube.apply(lesson.WEB)
+    kube.wait(lambda l: lesson.ready(l, "web") == 3, timeout=120)
+    with kube.meter(("Endpoints", "EndpointSlice"), watchers=10) as meter:
+        assert meter.events == 0, "events from before the meter started were counted"
+        kube.scale("web", 4)
+        kube.wait(lambda l: lesson.ready(l, "web") == 4 and meter.by_kind.get("EndpointSlice", {}).get("events", 0)
+                  >= 1, timeout=120)
+    slices = meter.by_kind["EndpointSlice"]
+    # an EndpointSlice of four endpoints, as the API server encodes it in a watch event, is a few hundred bytes
+    assert slices["bytes"] % 10 == 0 and 300 < slices["bytes"] // slices["events"] // 10 < 20000
+    assert meter.objects == meter.events * 10 and meter.bytes == sum(v["bytes"] for v in meter.by_kind.values())
+    seen = meter.events
+    kube.scale("web", 2)
+    kube.wait(lambda l: lesson.ready(l, "web") == 2, timeout=120)
+    assert meter.events == seen, "a stopped meter kept counting"
+
+
+def test_watch_events_are_counted_by_kind_whatever_the_chunks():
+    from labsupport.kind.meter import count_events, split_lines
+    stream = (b'{"type":"ADDED","object":{"kind":"EndpointSlice","metadata":{"name":"web-abc"}}}\n'
+              b'{"type":"BOOKMARK","object":{"kind":"EndpointSlice","metadata":{"resourceVersion":"7"}}}\n'
+              b'{"type":"MODIFIED","object":{"kind":"Endpoints","metadata":{"name":"web"}}}\n')
+    added, _, modified = stream.splitlines()
+    for size in (1, 7, len(stream)):
+        chunks = [stream[i:i + size] for i in range(0, len(stream), size)]
+        assert list(count_events(split_lines(chunks))) == [("EndpointSlice", len(added)), ("Endpoints", len(modified))]
 
 
 def test_proxy_mode_from_the_kube_proxy_configmap(kube):
@@ -201,3 +230,15 @@ def test_kubectls_kubeconfig_follows_a_cluster_made_again(server, tmp_path, monk
         source.write_text(source.read_text().replace("server: ", "server: https://127.0.0.1:9 #", 1))
         os.utime(source, (later, later))
         assert "https://127.0.0.1:9" in open(lab.backend.kubeconfig()).read(), "the stale copy was kept"
+
+
+def test_the_picture_sets_a_policy_on_a_service_of_the_students_own_namespace(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path))
+    server.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "alice"}})
+    with Lab(backend="kube", kubeconfig=embedded_kubeconfig(server), namespace="alice") as alice:
+        graph = alice.graph(live=False)       # drawn before the Service exists, as in lesson 09
+        alice.apply(lesson.echo_service("Cluster"))
+        graph.set_external_traffic_policy("Local", service="echo")
+        assert graph.service.value == "alice/echo"
+        assert alice.get("svc", "echo")["spec"]["externalTrafficPolicy"] == "Local"
+        assert server.get("svc", "echo", namespace="alice")["spec"]["externalTrafficPolicy"] == "Local"
