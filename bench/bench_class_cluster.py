@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import secrets
+import shutil
 import statistics
 import subprocess
 import sys
@@ -125,6 +127,9 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=30, help="seconds to wait after the traffic")
     parser.add_argument("--requests", type=int, default=30, help="requests from each client through its Service")
     args = parser.parse_args()
+    # the students' labs write their kubeconfigs into the state folder: a throwaway one, removed at the end
+    state = tempfile.mkdtemp(prefix="labsupport-bench-state-")
+    os.environ["LABSUPPORT_STATE_DIR"] = state
     tag = secrets.token_hex(3)
     name = f"bench-{tag}"
     students = [f"bench-{tag}-{i}" for i in range(1, args.students + 1)]
@@ -187,6 +192,8 @@ def main() -> int:
             lab.close()
         cluster.delete_class(args.kubeconfig, class_name=name, out=out)
         admin.close()
+        shutil.rmtree(state, ignore_errors=True)
+        shutil.rmtree(out, ignore_errors=True)
     return 0
 
 
