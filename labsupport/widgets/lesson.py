@@ -220,9 +220,8 @@ def modelled_copy(lab: Any, proxy_mode: str, timeout: float = 120) -> Any:
     """A sim lab in kube-proxy mode `proxy_mode` holding the objects applied to `lab`, as they were applied (their
     last-applied configuration; pods a controller made are made again by the copy's controllers), all running."""
     import json
-    from labsupport import Lab
     from labsupport.model.objects import LAST_APPLIED
-    model = Lab(backend="sim", proxy_mode=proxy_mode, seed=lab.seed)
+    model = type(lab)(backend="sim", proxy_mode=proxy_mode, seed=lab.seed)   # a Lab, as `lab` is
     for kind in MODELLED_KINDS:
         for obj in lab.get(kind):
             applied = (obj["metadata"].get("annotations") or {}).get(LAST_APPLIED)

@@ -91,8 +91,9 @@ def test_each_student_in_their_own_namespace(server, tmp_path, monkeypatch):
         shown = alice.backend.snapshot()
         assert shown.home == "alice" and len(shown.pods) == 3
         assert {p["metadata"]["namespace"] for p in shown.pods} == {"alice"}, "the objects themselves are unchanged"
-        assert picture.set_external_traffic_policy("Local", service="web")
-        assert alice.get("svc", "web")["spec"]["externalTrafficPolicy"] == "Local"
+        with pytest.raises(ValueError, match="ClusterIP"):   # found in alice's namespace by its bare name
+            picture.set_external_traffic_policy("Local", service="web")
+        assert picture.service.value == "alice/web"
         picture.close()
 
 
