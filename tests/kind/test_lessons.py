@@ -51,7 +51,16 @@ def test_lesson_runs_on_kind(path, kind_cluster, tmp_path, monkeypatch):
         host = own
     namespace = f"lesson-{path.stem[:2]}-{secrets.token_hex(3)}"
     try:
-        host.wait(lambda lab: cluster_ready(lab, workers), timeout=240)
+        try:
+            # a cluster made now, on a machine shared with other runs, can take minutes to have every pod ready
+            host.wait(lambda lab: cluster_ready(lab, workers), timeout=240 if own is None else 600)
+        except TimeoutError:
+            waiting = [f"{p['metadata']['name']} ({p['status'].get('phase')})"
+                       for p in host.get("pods", namespace="kube-system")
+                       if p["status"].get("phase") != "Running"
+                       or not all(c.get("ready") for c in p["status"].get("containerStatuses", []))]
+            pytest.fail(f"kind cluster {cluster} not ready: nodes "
+                        f"{[n['metadata']['name'] for n in host.get('nodes')]}, kube-system pods not ready {waiting}")
         host.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         monkeypatch.setenv("LABSUPPORT_BACKEND", "kind")
         monkeypatch.setenv("LABSUPPORT_PROXY_MODE", KIND_MODE)
