@@ -38,9 +38,9 @@ from labsupport.model.kinds import resolve
 
 #: kube-proxy's metrics on its node (kind binds them on every address; loopback answers either way).
 KUBE_PROXY_METRICS = "http://127.0.0.1:10249/metrics"
-#: How long after a write traffic waits at least: kube-proxy must see the write and what controllers write because
-#: of it (a new Service's EndpointSlice comes a moment after the Service; without it a NodePort is rejected).
-NOTICE_SECONDS = 1.5
+#: How long kube-proxy may take to see a write (its informers' delay): traffic waits at least this long after the
+#: write, and after the EndpointSlices that follow it, before it trusts kube-proxy's metrics.
+NOTICE_SECONDS = 1.0
 #: The longest traffic waits for kube-proxy to write what it noticed.
 CATCH_UP_SECONDS = 15.0
 #: kubectl's commands that change objects (after them, traffic waits for kube-proxy as after `lab.apply`).
@@ -373,22 +373,37 @@ class KindBackend(KubeBackend):
     def _catch_up(self, node: str | None) -> None:
         """Before traffic enters `node`: let its kube-proxy write the last change (bounded). A real kube-proxy
         writes a change within its sync period, so a request sent the instant after `lab.apply` would meet the old
-        rules; its metrics say when it last queued and last finished a sync, and traffic goes once NOTICE_SECONDS
-        have passed since the write and every sync queued by then is done."""
+        rules. First every Service of the lab's namespace with a selector must have its EndpointSlice (the
+        controller writes it a moment after the Service; without it kube-proxy rejects the Service's ports); then
+        kube-proxy's metrics say when it last queued and last finished a sync, and traffic goes once NOTICE_SECONDS
+        have passed since the write and the slices, and every sync queued by then is done."""
         written = self._last_write
         if node is None or written is None or self._caught_up.get(node, 0.0) >= written:
             return
         deadline = time.monotonic() + CATCH_UP_SECONDS
+        while not self._slices_written() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        settled = max(written, time.time() - NOTICE_SECONDS / 2)
         while time.monotonic() < deadline:
             done = self.kind_cluster.node_exec(node, ["curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS])
             marks = parse.sync_marks(done.stdout) if done.ok else None
             if marks is None:
                 break       # no metrics to read (kube-proxy stopped, or no curl on the node): go as before
             queued, synced = marks
-            if synced >= queued and time.time() - written >= NOTICE_SECONDS:
+            if synced >= queued and time.time() - settled >= NOTICE_SECONDS:
                 break
             time.sleep(0.2)
         self._caught_up[node] = written
+
+    def _slices_written(self) -> bool:
+        """Whether every Service of the lab's namespace that selects pods has an EndpointSlice."""
+        try:
+            sliced = {(s["metadata"].get("labels") or {}).get("kubernetes.io/service-name")
+                      for s in self.list("endpointslices", None, None)}
+            return all(svc["metadata"]["name"] in sliced for svc in self.list("services", None, None)
+                       if (svc.get("spec") or {}).get("selector"))
+        except APIError:
+            return True
 
     def _catch_up_for(self, url: str, source: str) -> None:
         try:
