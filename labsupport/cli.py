@@ -20,6 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     doctor.set_defaults(func=_doctor)
     clean = sub.add_parser("clean", help="remove every namespace, link, cluster and upstream program this project "
                                           "left behind")
+    clean.add_argument("--only", action="append", choices=("netns", "kind", "class", "engine"),
+                       help="clean only this part (repeatable): the network namespaces and their programs, the kind "
+                            "clusters, the class of `labsupport class`, or the Docker engine this project started")
     clean.set_defaults(func=_clean)
     _register_cluster_commands(sub)
     from labsupport.classroom.cli import register as register_classroom
@@ -129,8 +132,8 @@ def _doctor(args) -> int:
 
 
 def _clean(args) -> int:
-    from labsupport.doctor import clean
-    for line in clean():
+    from labsupport.doctor import CLEAN_PARTS, clean
+    for line in clean(tuple(args.only) if args.only else CLEAN_PARTS):
         print(line)
     return 0
 

@@ -32,13 +32,21 @@ def report() -> tuple[str, bool]:
     return "\n".join(lines), True
 
 
-def clean() -> list[str]:
-    """Remove every network namespace, link, server and kind cluster this project made, and stop the Docker engine it
-    started; say what went."""
+#: What `labsupport clean` takes down, in order; `--only` names some of them.
+CLEAN_PARTS = ("netns", "kind", "class", "engine")
+
+
+def clean(only: tuple[str, ...] = CLEAN_PARTS) -> list[str]:
+    """Remove every network namespace, link, server and kind cluster this project made, the class it set up, and stop
+    the Docker engine it started (or only the parts named in `only`); say what went."""
     from labsupport.netns.machine import clean as kernel_clean
     from labsupport.kind.preflight import clean as kind_clean
     from labsupport.kind.engine import stop_engine
-    return [*kernel_clean(), *kind_clean(), *class_clean(), *stop_engine()] or ["nothing to clean"]
+    unknown = sorted(set(only) - set(CLEAN_PARTS))
+    if unknown:
+        raise ValueError(f"nothing called {', '.join(unknown)} to clean: choose from {', '.join(CLEAN_PARTS)}")
+    parts = {"netns": kernel_clean, "kind": kind_clean, "class": class_clean, "engine": stop_engine}
+    return [line for part in CLEAN_PARTS if part in only for line in parts[part]()] or ["nothing to clean"]
 
 
 def class_clean() -> list[str]:

@@ -45,7 +45,7 @@ def test_clean_removes_what_a_killed_class_left():
         assert alive(server) and alive(state.pids["proxy"]), "the killed hub should have left its children running"
         assert class_accounts() == sorted(state.accounts)
         # The default state folder knows nothing of this class: clean finds it through the accounts' homes.
-        clean = subprocess.run([str(BIN / "labsupport"), "clean"], capture_output=True, text=True, timeout=300,
+        clean = subprocess.run([str(BIN / "labsupport"), "clean", "--only", "class"], capture_output=True, text=True, timeout=300,
                                env=dict(os.environ, LABSUPPORT_CLASS_DIR=str(directory / "elsewhere")))
         assert clean.returncode == 0, clean.stderr
         assert "deleted the accounts" in clean.stdout, clean.stdout
@@ -53,7 +53,7 @@ def test_clean_removes_what_a_killed_class_left():
         assert not alive(server) and not alive(state.pids["proxy"])
         assert not (directory / "class").exists()
     finally:
-        subprocess.run([str(BIN / "labsupport"), "clean"], capture_output=True, timeout=300)
+        subprocess.run([str(BIN / "labsupport"), "clean", "--only", "class"], capture_output=True, timeout=300)
         shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -65,7 +65,7 @@ def test_clean_stops_a_proxy_no_state_file_names(tmp_path):
     try:
         time.sleep(1)
         assert proxy.poll() is None
-        clean = subprocess.run([str(BIN / "labsupport"), "clean"], capture_output=True, text=True, timeout=300,
+        clean = subprocess.run([str(BIN / "labsupport"), "clean", "--only", "class"], capture_output=True, text=True, timeout=300,
                                env=dict(os.environ, LABSUPPORT_CLASS_DIR=str(tmp_path)))
         assert f"pids {proxy.pid}" in clean.stdout, clean.stdout
         assert proxy.wait(timeout=30) is not None

@@ -182,3 +182,16 @@ def test_ipvs_is_found_built_in_loaded_or_as_a_module(tmp_path, present, expecte
         assert "6.1.0-test" in problem and 'Lab(backend="sim", proxy_mode="ipvs")' in problem
     assert preflight.ipvs_problem("nftables", "6.1.0-test", "Linux", str(tmp_path)) is None
     assert preflight.ipvs_problem("ipvs", "6.1.0-test", "Darwin", str(tmp_path)) is None
+
+
+def test_clean_only_some_parts_leaves_the_others_alone(monkeypatch):
+    """`labsupport clean --only class` (what the classroom tier runs) touches no kind cluster and no engine."""
+    from labsupport import doctor
+    from labsupport.kind import engine
+    touched = []
+    monkeypatch.setattr(preflight, "clean", lambda: touched.append("kind") or [])
+    monkeypatch.setattr(engine, "stop_engine", lambda: touched.append("engine") or [])
+    monkeypatch.setattr(doctor, "class_clean", lambda: ["deleted the accounts"])
+    assert doctor.clean(("class",)) == ["deleted the accounts"] and touched == []
+    with pytest.raises(ValueError, match="nothing called nope"):
+        doctor.clean(("nope",))
