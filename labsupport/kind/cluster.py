@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import ipaddress
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,10 @@ from labsupport.model.kinds import resolve
 EMBEDDED_NODE_PREFIX = "lab-"
 STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
 CREATE_WAIT = "180s"
+#: how long a refused request is tried again while kube-proxy has not yet written a ready Service's rules (s)
+SYNC_GRACE = 5.0
+#: curl's exit code for "Couldn't connect to server" (refused, or no route)
+CURL_COULDNT_CONNECT = 7
 MULTIPATH_HASH_SYSCTL = "net.ipv4.fib_multipath_hash_policy"
 #: what `docker inspect` prints of the client container: running, its added capability, its hash policy
 CLIENT_STATE_FORMAT = ("{{.State.Running}} {{range .HostConfig.CapAdd}}{{.}}{{end}} "
@@ -483,9 +488,42 @@ class KindBackend(KubeBackend):
         it saw come from the app's reply when it tells (agnhost, echoserver), else from the connection's conntrack
         entry on the node it entered (the reply tuple: from the pod, to the address the pod saw)."""
         result, out = self._curl_raw(url, source, options)
+        deadline = time.monotonic() + SYNC_GRACE
+        while out is not None and out.exit_code == CURL_COULDNT_CONNECT and time.monotonic() < deadline \
+                and self._awaits_sync(url, source):
+            time.sleep(0.5)
+            result, out = self._curl_raw(url, source, options)
         if result.ok and out is not None and (result.pod is None or result.client_ip is None):
             self._from_conntrack(result, out, url, source)
         return result
+
+    def _awaits_sync(self, url: str, source: str) -> bool:
+        """Whether a refused connection is kube-proxy not having written the Service's rules yet: the address and
+        port are a Service's of the lab (its ClusterIP, a nodePort, its load-balancer address) that has a ready
+        endpoint. A real kube-proxy writes a change within its sync period; sim has it at once, so the lessons'
+        first request right after a Service appears would otherwise differ."""
+        from urllib.parse import urlsplit
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        host, port = parts.hostname, parts.port or 80
+        try:
+            services = self.list("services", None, None)
+            node_ips = self._node_ips()
+        except APIError:
+            return False
+        for svc in services:
+            spec = svc.get("spec") or {}
+            outside = source in ("client", "outside", "external")   # a ClusterIP is never reachable from there
+            addresses = set() if outside else {spec.get("clusterIP")}
+            addresses |= {i.get("ip") for i in ((svc.get("status") or {}).get(
+                "loadBalancer") or {}).get("ingress") or []}
+            hit = any((host in addresses and p.get("port") == port) or
+                      (host in node_ips and p.get("nodePort") == port) for p in spec.get("ports") or [])
+            if not hit:
+                continue
+            slices = self.list("endpointslices", svc["metadata"].get("namespace"),
+                               f"kubernetes.io/service-name={svc['metadata']['name']}")
+            return any((e.get("conditions") or {}).get("ready") for s in slices for e in s.get("endpoints") or [])
+        return False
 
     def _connection_entry(self, out: tool_output.CurlOutput, url: str,
                           source: str) -> tuple[str | None, tool_output.ConntrackRecord | None]:
