@@ -424,3 +424,22 @@ def test_kube_proxy_sync_marks_of_every_ip_family():
     text = kube_proxy_metrics(100.5, 99.0) + kube_proxy_metrics(98.0, 101.0).replace("IPv4", "IPv6")
     assert parse.sync_marks(text) == (100.5, 99.0)
     assert parse.sync_marks("# no kube-proxy here\nprocess_cpu_seconds_total 3\n") is None
+def test_a_refused_request_to_a_ready_service_waits_for_kube_proxys_sync(kind_lab, monkeypatch):
+    from labsupport.kind import cluster as kind_cluster_module
+    monkeypatch.setattr(kind_cluster_module, "SYNC_GRACE", 1.2)
+    kind_lab.apply(lesson.WEB.split("---")[0])
+    kind_lab.apply(lesson.echo_service("Cluster").replace("echo", "web").replace("targetPort: 8080", "targetPort: 80"))
+    kind_lab.wait(lambda l: lesson.ready(l, "web") == 3, timeout=120)
+    worker = kind_lab.get("nodes", "lab-worker")
+    ip = next(a["address"] for a in worker["status"]["addresses"] if a["type"] == "InternalIP")
+    kind_lab.runner.answer(["docker", "exec", "labsupport-client", "curl"], returncode=7,
+                           stderr="curl: (7) Failed to connect to host port 30081: Connection refused\n")
+
+    def tries(url: str) -> int:
+        before = len(kind_lab.runner.calls)
+        result = kind_lab.curl(url)
+        assert not result.ok and "Connection refused" in (result.error or "")
+        return sum(1 for c in kind_lab.runner.calls[before:] if c[:2] == ["docker", "exec"] and "curl" in c)
+
+    assert tries(f"http://{ip}:30081/") > 1, "the web Service's nodePort, with ready endpoints: tried again"
+    assert tries(f"http://{ip}:30999/") == 1, "no Service has this port: refused is the answer"
