@@ -652,6 +652,11 @@ class KindBackend(KubeBackend):
             nodes = [node] if node is not None else self._balancer_entry_nodes(target, source, out)
         except APIError:
             return None, None
+        balanced = node is None and bool(nodes)
+        if balanced:
+            # the balancer's routes may have moved since this request (a health check changed): every node is a
+            # candidate, the likely ones first
+            nodes += [n for n in self.kind_cluster.nodes() if n not in nodes]
         for node in nodes:
             done = self._node_run(node, ["conntrack", "-L", "-p", "tcp", "--orig-port-src", str(out.local_port)])
             for record in tool_output.parse_conntrack(done.stdout):
