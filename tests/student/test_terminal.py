@@ -53,6 +53,9 @@ class Server:
                    "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
                                "allow_stdin": False, "stop_on_error": True}}
         out = []
+        # the reply (shell channel) may overtake the output (iopub): done when both the reply and iopub's idle,
+        # which follows every output of the request, have come
+        replied = idle = False
         with connect(f"{self.ws}/api/kernels/{kernel}/channels?token={self.token}", open_timeout=60,
                      max_size=None) as ws:
             ws.send(json.dumps(message))
@@ -67,6 +70,10 @@ class Server:
                 elif kind == "error":
                     pytest.fail("the kernel failed:\n" + "\n".join(reply["content"]["traceback"]))
                 elif kind == "execute_reply":
+                    replied = True
+                elif kind == "status" and reply["content"].get("execution_state") == "idle":
+                    idle = True
+                if replied and idle:
                     return "".join(out)
         pytest.fail(f"the kernel did not answer within {timeout} s")
 
