@@ -7,11 +7,8 @@ from labsupport import Lab
 
 
 def embedded_kubeconfig(sim: Lab) -> str:
-    """The kubeconfig of the embedded API server of `sim`; skips while that server does not exist yet."""
-    try:
-        return sim.kubeconfig
-    except (ImportError, AttributeError) as e:
-        pytest.skip(f"the embedded API server (labsupport.apiserver) is not available yet: {e}")
+    """The kubeconfig of the embedded API server of `sim` (part of the project: a failure here is a failure)."""
+    return sim.kubeconfig
 
 
 @pytest.fixture
