@@ -41,6 +41,13 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "labsupport"}
 WAIT_KINDS = ("pods", "endpointslices", "services", "deployments")
 ADVANCE_PATH = "/labsupport/v1/advance"
 VIRTUAL_STEP = 0.5
+#: How long a refused request is tried again while kube-proxy has not yet written a ready Service's rules (s).
+#: A real kube-proxy writes a change within its sync period (a second or so, longer on a busy node).
+SYNC_GRACE = 10.0
+#: curl's exit code for "Couldn't connect to server" (refused, or no route)
+CURL_COULDNT_CONNECT = 7
+#: the sources that are outside the cluster (no ClusterIP and no cluster DNS there)
+OUTSIDE_SOURCES = ("client", "outside", "external")
 
 
 def selector_text(selector: Any) -> str | None:
@@ -606,21 +613,83 @@ class KubeBackend:
         return next((p for p in pods if p.get("status", {}).get("podIP") == ip), None)
 
     def curl(self, url: str, source: str, **options: Any) -> CurlResult:
-        """One HTTP request from this machine ("client") or from a pod; failures are results."""
+        """One HTTP request from this machine ("client") or from a pod; failures are results. A request refused by
+        a Service that has ready endpoints is tried again for a few seconds (`_curl_in_grace`)."""
+        return self._curl_in_grace(url, source, options)[0]
+
+    def _curl_raw(self, url: str, source: str, options: dict) -> tuple[CurlResult, tool_output.CurlOutput | None]:
+        """One request, as it went, with what curl reported of its connection."""
         target = url if "://" in url else f"http://{url}"
-        if source in ("client", "outside", "external"):
+        if source in OUTSIDE_SOURCES:
             return self._curl_here(url, target, source, options)
         kind, _, rest = source.partition("/")
         if kind == "pod":
             ns, name = self._pod_ref(source)
             done = self.exec(name, tool_output.curl_argv(target, headers=options.get("headers")), ns, None)
-            result = self._curl_result(url, source, tool_output.parse_curl(done.stdout, done.stderr, done.code))
+            out = tool_output.parse_curl(done.stdout, done.stderr, done.code)
+            result = self._curl_result(url, source, out)
             result.hops = [Hop(tr("pod {pod}", pod=f"{ns}/{name}"), f"curl {target} (kubectl exec)")]
-            return result
+            return result, out
         if kind == "node":
             raise self._no_node_access("curl from a node")
         raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
                          "\"pod/<namespace>/<name>\"")
+
+    def _curl_in_grace(self, url: str, source: str,
+                       options: dict) -> tuple[CurlResult, tool_output.CurlOutput | None]:
+        """The request, tried again (bounded by SYNC_GRACE) while it is refused only because kube-proxy has not yet
+        written the rules of a Service that has ready endpoints. On a real cluster the EndpointSlice says "ready" a
+        moment before every node's kube-proxy has written it; sim writes at once, and a lesson's first request right
+        after its pods are ready would otherwise meet the old rules."""
+        result, out = self._curl_raw(url, source, options)
+        deadline = time.monotonic() + SYNC_GRACE
+        while out is not None and out.exit_code == CURL_COULDNT_CONNECT and time.monotonic() < deadline \
+                and self._awaits_sync(url, source, out):
+            time.sleep(0.5)
+            result, out = self._curl_raw(url, source, options)
+        return result, out
+
+    def _awaits_sync(self, url: str, source: str, out: tool_output.CurlOutput | None = None) -> bool:
+        """Whether a refused connection went to one of the lab's Services that has a ready endpoint: by its name,
+        its ClusterIP, its load-balancer address or a nodePort of a node (the address curl connected to counts as
+        well as the URL's host). Such a refusal is kube-proxy's reject rule for a Service it has not yet seen
+        endpoints for."""
+        from urllib.parse import urlsplit
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        hosts = {host, out.remote_ip if out is not None else None} - {None, ""}
+        try:
+            services = self.list("services", None, None)
+        except APIError:
+            return False
+        node_ips = self._node_ips()
+        outside = source in OUTSIDE_SOURCES     # no ClusterIP nor cluster DNS there
+        for svc in services:
+            spec, meta = svc.get("spec") or {}, svc["metadata"]
+            addresses = {i.get("ip") for i in ((svc.get("status") or {}).get("loadBalancer") or {}).get(
+                "ingress") or []}
+            if not outside:
+                addresses |= set(spec.get("clusterIPs") or []) | {spec.get("clusterIP")}
+                addresses |= _service_dns_names(meta["name"], meta.get("namespace") or self.namespace)
+            addresses -= {None, "", "None"}
+            hit = any((hosts & addresses and p.get("port") == port) or
+                      (hosts & set(node_ips) and p.get("nodePort") == port) for p in spec.get("ports") or [])
+            if not hit:
+                continue
+            slices = self.list("endpointslices", meta.get("namespace"),
+                               f"kubernetes.io/service-name={meta['name']}")
+            return any((e.get("conditions") or {}).get("ready") for s in slices for e in s.get("endpoints") or [])
+        return False
+
+    def _node_ips(self) -> dict[str, str]:
+        """Each node's InternalIP and its name; none where the user may not list nodes (a student's namespace)."""
+        try:
+            nodes = self.list("nodes", None, None)
+        except APIError:
+            return {}
+        return {a["address"]: n["metadata"]["name"] for n in nodes
+                for a in (n.get("status") or {}).get("addresses") or [] if a.get("type") == "InternalIP"}
 
     def _curl_result(self, url: str, source: str, out: tool_output.CurlOutput) -> CurlResult:
         result = CurlResult(url=url, source=source, status=out.status, body=out.body, error=out.error,
@@ -649,16 +718,15 @@ class KubeBackend:
             result.client_ip = client
         return result
 
-    def _curl_here(self, url: str, target: str, source: str, options: dict) -> CurlResult:
+    def _curl_here(self, url: str, target: str, source: str, options: dict) -> tuple[CurlResult, tool_output.CurlOutput]:
         """The request from this machine; errors worded as curl words them."""
         out = rawhttp.fetch(target, headers=options.get("headers"), timeout=float(options.get("timeout", 10)))
         result = CurlResult(url=url, source=source, status=out.status, body=out.body, error=out.error,
                             exit_code=out.exit_code)
-        if out.status is None:
-            return result
-        result.pod, result.client_ip = parse.answering_pod(result.body)
         result.hops = [Hop(tr("this machine"), f"GET {target}")]
-        return result
+        if out.status is not None:
+            result.pod, result.client_ip = parse.answering_pod(result.body)
+        return result, out
 
     def connect(self, url: str, source: str) -> RealKeepAlive | PodKeepAlive:
         """A keep-alive connection from this machine ("client") or from inside a pod ("pod/<name>"): its requests
@@ -888,3 +956,11 @@ class KubeBackend:
         for ns, name in list(self._throwaway):
             self._forget(ns, name)
         self.api.close()
+
+
+def _service_dns_names(name: str, namespace: str | None) -> set[str]:
+    """The names a pod may reach a Service by: its own, with its namespace, and the full ones."""
+    names = {name}
+    if namespace:
+        names |= {f"{name}.{namespace}", f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local"}
+    return names

@@ -50,10 +50,6 @@ STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
 #: exits 0 when the node's kernel has IPVS or can load it, 1 when it cannot
 IPVS_PROBE = "test -e /proc/net/ip_vs || modprobe -n -q ip_vs 2>/dev/null || exit 1"
 CREATE_WAIT = "180s"
-#: how long a refused request is tried again while kube-proxy has not yet written a ready Service's rules (s)
-SYNC_GRACE = 5.0
-#: curl's exit code for "Couldn't connect to server" (refused, or no route)
-CURL_COULDNT_CONNECT = 7
 MULTIPATH_HASH_SYSCTL = "net.ipv4.fib_multipath_hash_policy"
 #: what `docker inspect` prints of the client container: running, its added capability, its hash policy
 CLIENT_STATE_FORMAT = ("{{.State.Running}} {{range .HostConfig.CapAdd}}{{.}}{{end}} "
@@ -536,14 +532,6 @@ class KindBackend(KubeBackend):
         return [line for line in self._exec_ok(name, ["ip", "-brief", "link"]).splitlines() if line.strip()]
 
     # --- curl ---------------------------------------------------------------------------------------------------
-    def _node_ips(self) -> dict[str, str]:
-        ips = {}
-        for node in self._node_objects():
-            for address in node.get("status", {}).get("addresses", []):
-                if address.get("type") == "InternalIP":
-                    ips[address["address"]] = node["metadata"]["name"]
-        return ips
-
     def _entry_node(self, target: str, source: str) -> str | None:
         """The node whose netfilter a new connection meets first."""
         kind, _, rest = source.partition("/")
@@ -602,43 +590,10 @@ class KindBackend(KubeBackend):
         entry on the node it entered (the reply tuple: from the pod, to the address the pod saw). After a write it
         waits until kube-proxy on that node has caught up (`_catch_up`), as `lab.curl` on sim meets the new rules."""
         self._catch_up_for(url, source)
-        result, out = self._curl_raw(url, source, options)
-        deadline = time.monotonic() + SYNC_GRACE
-        while out is not None and out.exit_code == CURL_COULDNT_CONNECT and time.monotonic() < deadline \
-                and self._awaits_sync(url, source):
-            time.sleep(0.5)
-            result, out = self._curl_raw(url, source, options)
+        result, out = self._curl_in_grace(url, source, options)
         if result.ok and out is not None and (result.pod is None or result.client_ip is None):
             self._from_conntrack(result, out, url, source)
         return result
-
-    def _awaits_sync(self, url: str, source: str) -> bool:
-        """Whether a refused connection is kube-proxy not having written the Service's rules yet: the address and
-        port are a Service's of the lab (its ClusterIP, a nodePort, its load-balancer address) that has a ready
-        endpoint. A real kube-proxy writes a change within its sync period; sim has it at once, so the lessons'
-        first request right after a Service appears would otherwise differ."""
-        from urllib.parse import urlsplit
-        parts = urlsplit(url if "://" in url else f"http://{url}")
-        host, port = parts.hostname, parts.port or 80
-        try:
-            services = self.list("services", None, None)
-            node_ips = self._node_ips()
-        except APIError:
-            return False
-        for svc in services:
-            spec = svc.get("spec") or {}
-            outside = source in ("client", "outside", "external")   # a ClusterIP is never reachable from there
-            addresses = set() if outside else {spec.get("clusterIP")}
-            addresses |= {i.get("ip") for i in ((svc.get("status") or {}).get(
-                "loadBalancer") or {}).get("ingress") or []}
-            hit = any((host in addresses and p.get("port") == port) or
-                      (host in node_ips and p.get("nodePort") == port) for p in spec.get("ports") or [])
-            if not hit:
-                continue
-            slices = self.list("endpointslices", svc["metadata"].get("namespace"),
-                               f"kubernetes.io/service-name={svc['metadata']['name']}")
-            return any((e.get("conditions") or {}).get("ready") for s in slices for e in s.get("endpoints") or [])
-        return False
 
     def _connection_entry(self, out: tool_output.CurlOutput, url: str,
                           source: str) -> tuple[str | None, tool_output.ConntrackRecord | None]:

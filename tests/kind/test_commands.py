@@ -425,8 +425,8 @@ def test_kube_proxy_sync_marks_of_every_ip_family():
     assert parse.sync_marks(text) == (100.5, 99.0)
     assert parse.sync_marks("# no kube-proxy here\nprocess_cpu_seconds_total 3\n") is None
 def test_a_refused_request_to_a_ready_service_waits_for_kube_proxys_sync(kind_lab, monkeypatch):
-    from labsupport.kind import cluster as kind_cluster_module
-    monkeypatch.setattr(kind_cluster_module, "SYNC_GRACE", 1.2)
+    from labsupport.kind import client as kube_client_module
+    monkeypatch.setattr(kube_client_module, "SYNC_GRACE", 1.2)
     kind_lab.apply(lesson.WEB.split("---")[0])
     kind_lab.apply(lesson.echo_service("Cluster").replace("echo", "web").replace("targetPort: 8080", "targetPort: 80"))
     kind_lab.wait(lambda l: lesson.ready(l, "web") == 3, timeout=120)

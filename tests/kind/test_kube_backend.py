@@ -158,6 +158,50 @@ def test_curl_from_a_pod_reports_the_answering_pod(kube):
     assert not refused.ok and refused.exit_code in (7, 28) and refused.error.startswith("curl: (")
 
 
+def test_a_refused_request_to_a_ready_service_is_tried_again_while_kube_proxy_catches_up(kube, monkeypatch):
+    """On a real cluster the EndpointSlice says "ready" a moment before every kube-proxy has written it: a request
+    in between is refused by the Service's reject rule. The kube backend tries such a request again (bounded), and
+    only such a one."""
+    from labsupport import tool_output
+    from labsupport.kind import client as kube_client
+    monkeypatch.setattr(kube_client, "SYNC_GRACE", 3.0)
+    kube.apply(lesson.ECHO)
+    kube.apply(lesson.echo_service("Cluster"))
+    kube.wait(lambda l: lesson.ready(l, "echo") == 3 and len(lesson.running_pods(l, "client")) == 1)
+    real = kube.backend._curl_raw
+    calls: list[str] = []
+    lag = {"refusals": 0}
+
+    def lagging_kube_proxy(url, source, options):
+        calls.append(url)
+        if lag["refusals"] > 0:
+            lag["refusals"] -= 1
+            out = tool_output.parse_curl("", "curl: (7) Failed to connect to echo port 80 after 1 ms: "
+                                         "Couldn't connect to server\n", 7)
+            return kube.backend._curl_result(url, source, out), out
+        return real(url, source, options)
+
+    monkeypatch.setattr(kube.backend, "_curl_raw", lagging_kube_proxy)
+
+    def tries(url: str, refusals: int):
+        calls.clear()
+        lag["refusals"] = refusals
+        return kube.curl(url, source="pod/client"), len(calls)
+
+    for name in ("echo", "echo.default", "echo.default.svc.cluster.local",
+                 kube.get("services", "echo")["spec"]["clusterIP"]):
+        result, n = tries(f"http://{name}/hostname", 2)
+        assert result.ok and n == 3, f"{name}: refused twice, then answered"
+    result, n = tries("http://echo:81/", 99)
+    assert not result.ok and n == 1, "no Service has this port: refused is the answer"
+    result, n = tries("http://echo/hostname", 99)
+    assert not result.ok and result.exit_code == 7 and 3 <= n <= 7, "bounded: at most SYNC_GRACE / 0.5 s more tries"
+    kube.scale("echo", 0)
+    kube.wait(lambda l: lesson.ready(l, "echo") == 0)
+    result, n = tries("http://echo/hostname", 99)
+    assert not result.ok and n == 1, "no ready endpoint: the refusal is the answer, at once"
+
+
 def test_unreachable_server_says_so(tmp_path):
     config = tmp_path / "kubeconfig"
     config.write_text("""apiVersion: v1
