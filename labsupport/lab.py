@@ -49,7 +49,6 @@ class Lab:
             raise UnknownProxyMode(proxy_mode, PROXY_MODES)
         self.backend_name = backend
         self.seed = seed
-        self.namespace = namespace or "default"
         if backend == "sim" and os.environ.get("LABSUPPORT_LAB_SOCKET"):
             # While graded, the sim cluster lives in the grader's lab server, outside this process.
             from labsupport.remote import RemoteBackend
@@ -70,6 +69,9 @@ class Lab:
                 options["workers"] = workers   # the size of a cluster it creates; an existing one is reused as is
             self._backend = make_backend(backend, proxy_mode=proxy_mode, kubeconfig=kubeconfig,
                                          namespace=namespace, **options)
+        # the namespace the lab works in: on kube and kind the one the backend found (the kubeconfig's context, the
+        # in-cluster account's, LABSUPPORT_KIND_NAMESPACE), which "default" in the verbs stands for
+        self.namespace = getattr(self._backend, "namespace", None) or namespace or "default"
         if follow_wall_time:
             self._backend.follow_wall_time()
         self._closed = False

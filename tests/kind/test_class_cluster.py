@@ -90,7 +90,7 @@ def test_a_class_of_three_on_the_shared_cluster(kind_cluster, tmp_path, monkeypa
         # student A works in their namespace, as the lessons do
         ann = Lab(backend="kube", kubeconfig=str(out / f"{a}.kubeconfig"))
         labs.append(ann)
-        assert ann.backend.namespace == f"lab-{a}"
+        assert ann.backend.namespace == ann.namespace == f"lab-{a}"
         ann.apply(lesson.ECHO)
         svc = ann.apply(ECHO_SERVICE)[0]
         assert svc["metadata"]["namespace"] == f"lab-{a}"

@@ -95,6 +95,10 @@ def test_each_student_in_their_own_namespace(server, tmp_path, monkeypatch):
             picture.set_external_traffic_policy("Local", service="web")
         assert picture.service.value == "alice/web"
         picture.close()
+        # a kubeconfig whose context names the namespace: the lab works there, and says so
+        with Lab(backend="kube", kubeconfig=alice.kubeconfig) as again:
+            assert again.namespace == again.backend.namespace == "alice"
+            assert [s["metadata"]["name"] for s in again.get("svc")] == ["web"]
 
 
 @pytest.mark.parametrize("verb", [
