@@ -44,6 +44,9 @@ VIRTUAL_STEP = 0.5
 #: How long a refused request is tried again while kube-proxy has not yet written a ready Service's rules (s).
 #: A real kube-proxy writes a change within its sync period (a second or so, longer on a busy node).
 SYNC_GRACE = 10.0
+#: A Service and EndpointSlices unchanged for this long (s) are surely in every kube-proxy's rules: a refusal then
+#: is the answer (a wrong targetPort, a server not listening), given at once.
+SYNC_SETTLED = 60.0
 #: curl's exit code for "Couldn't connect to server" (refused, or no route)
 CURL_COULDNT_CONNECT = 7
 #: the sources that are outside the cluster (no ClusterIP and no cluster DNS there)
@@ -679,7 +682,9 @@ class KubeBackend:
                 continue
             slices = self.list("endpointslices", meta.get("namespace"),
                                f"kubernetes.io/service-name={meta['name']}")
-            return any((e.get("conditions") or {}).get("ready") for s in slices for e in s.get("endpoints") or [])
+            ready = any((e.get("conditions") or {}).get("ready") for s in slices for e in s.get("endpoints") or [])
+            changed = _last_change([svc, *slices])
+            return ready and (changed is None or self.now() - changed < SYNC_SETTLED)
         return False
 
     def _node_ips(self) -> dict[str, str]:
@@ -964,3 +969,19 @@ def _service_dns_names(name: str, namespace: str | None) -> set[str]:
     if namespace:
         names |= {f"{name}.{namespace}", f"{name}.{namespace}.svc", f"{name}.{namespace}.svc.cluster.local"}
     return names
+
+
+def _last_change(objects: list[dict]) -> float | None:
+    """When any of the objects was last written (its managed fields' times, else its creation), in epoch seconds;
+    None when none says."""
+    from datetime import datetime
+    stamps = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        times = [m.get("time") for m in meta.get("managedFields") or []] + [meta.get("creationTimestamp")]
+        for stamp in times:
+            try:
+                stamps.append(datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp())
+            except ValueError:
+                continue
+    return max(stamps) if stamps else None

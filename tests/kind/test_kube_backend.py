@@ -200,6 +200,9 @@ def test_a_refused_request_to_a_ready_service_is_tried_again_while_kube_proxy_ca
     assert not result.ok and n == 1, "no Service has this port: refused is the answer"
     result, n = tries("http://echo/hostname", 99)
     assert not result.ok and result.exit_code == 7 and 3 <= n <= 7, "bounded: at most SYNC_GRACE / 0.5 s more tries"
+    kube.advance(kube_client.SYNC_SETTLED + 1)
+    result, n = tries("http://echo/hostname", 99)
+    assert not result.ok and n == 1, "a Service unchanged for a minute is in kube-proxy's rules: refused at once"
     kube.scale("echo", 0)
     kube.wait(lambda l: lesson.ready(l, "echo") == 0)
     result, n = tries("http://echo/hostname", 99)
