@@ -1,4 +1,4 @@
-"""The KubeSpawner settings of a class on a shared cluster, as data (the real spawn is tests/kind/test_kubespawner.py)."""
+"""The KubeSpawner settings of a class on a shared cluster, as data (the real spawn: tests/kind/test_kubespawner.py)."""
 from __future__ import annotations
 
 import doctest
@@ -31,7 +31,9 @@ def test_the_settings_of_real_clusters_md():
 def test_the_server_fits_the_student_namespace():
     """The server pod counts against the namespace's quota and must pass its LimitRange."""
     def mebibytes(quantity: str) -> float:
-        return float(quantity.removesuffix("Mi")) if quantity.endswith("Mi") else float(quantity.removesuffix("Gi")) * 1024
+        if quantity.endswith("Gi"):
+            return float(quantity.removesuffix("Gi")) * 1024
+        return float(quantity.removesuffix("Mi"))
 
     def bytes_of(text: str) -> int:
         return ByteSpecification().validate(None, text)

@@ -21,7 +21,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from contextlib import contextmanager
 from typing import Iterator
 
 import pytest
@@ -31,7 +30,8 @@ from labsupport import cli
 from labsupport.hub import cluster as class_cluster
 from labsupport.hub.proxy_install import PROJECT, ensure_proxy
 from labsupport.hub.service import alive, free_port
-from labsupport.kind import images
+from labsupport.kind import host_routes, images
+from labsupport.kind.host_routes import PodRoute
 from labsupport.kind.engine import KIND_NETWORK
 from labsupport.kubectl import find_kubectl
 from tests.kind.conftest import KIND_MODE, cluster_ready, require_kind_tier
@@ -100,29 +100,15 @@ def kind_gateway() -> str:
     return next(a for a in done.stdout.split() if ":" not in a)
 
 
-def pod_routes(lab: Lab) -> list[tuple[str, str]]:
-    """(the node's podCIDR, the node's address) for every node: what the host routes while the test runs."""
-    routes = []
-    for node in lab.get("nodes"):
-        cidr = node["spec"].get("podCIDR")
-        address = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
-        assert cidr and ipaddress.ip_network(cidr).subnet_of(ipaddress.ip_network(POD_SUBNET)), \
-            f"{node['metadata']['name']}'s podCIDR {cidr} is not in {POD_SUBNET}: delete the cluster {CLUSTER} " \
+def pod_routes(lab: Lab) -> list[PodRoute]:
+    """The host's routes to every node's pod range, each checked to lie in POD_SUBNET."""
+    routes = host_routes.pod_routes(lab.get("nodes"))
+    assert routes, "the cluster's nodes have no pod ranges yet"
+    for route in routes:
+        assert ipaddress.ip_network(route.cidr).subnet_of(ipaddress.ip_network(POD_SUBNET)), \
+            f"the pod range {route.cidr} is not in {POD_SUBNET}: delete the cluster {CLUSTER} " \
             f"(kind delete cluster --name {CLUSTER}) so it is made again"
-        routes.append((cidr, address))
     return routes
-
-
-@contextmanager
-def routed(routes: list[tuple[str, str]]) -> Iterator[None]:
-    """The host's routes to the pods' subnets via their nodes, removed afterwards whatever happened."""
-    try:
-        for cidr, via in routes:
-            run(["ip", "route", "replace", cidr, "via", via])
-        yield
-    finally:
-        for cidr, via in routes:
-            subprocess.run(["ip", "route", "del", cidr, "via", via], capture_output=True)
 
 
 def build_image() -> float:
@@ -288,7 +274,7 @@ def test_a_student_server_spawned_in_their_namespace(spawn_cluster, tmp_path):
     try:
         assert cli.main(["class", "cluster", "--roster", str(roster), "--kubeconfig", admin, "--out", str(out),
                          "--class", CLASS, "--token-expiry", "1h"]) == 0
-        with routed(pod_routes(spawn_cluster)):
+        with host_routes.routed(pod_routes(spawn_cluster)):
             hub = Hub(tmp_path / "hub", admin, student)
             try:
                 spawn_and_use(hub, spawn_cluster, student, admin)
