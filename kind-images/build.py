@@ -309,8 +309,13 @@ def pip_authorities() -> bytes:
 
 def singleuser_image() -> None:
     """labsupport/singleuser:local, unless one built from this Dockerfile, base image and context exists."""
+    from importlib.metadata import PackageNotFoundError
     dockerfile = HERE / "images" / "singleuser.Dockerfile"
-    context = singleuser_context()
+    try:
+        context = singleuser_context()
+    except PackageNotFoundError as e:
+        say(f"singleuser: skipped, {e.name} is not installed for this Python (make .venv/.installed installs it)")
+        return
     digest = hashlib.sha256(dockerfile.read_bytes() + image_id(lab_images.BASE_IMAGE).encode())
     for name in sorted(context):
         digest.update(b"\0" + name.encode() + b"\0" + context[name])
