@@ -9,6 +9,9 @@ Steps, each skipped when its output is up to date:
   4. the images kubeadm and the lessons ask for, under their names (images/*.Dockerfile)
   5. the node image `labsupport/kind-node:<release>` assembled as kind's node-image builder would: the node file
      system (node/Dockerfile), every image imported into the node's containerd, committed
+  6. a student's server for KubeSpawner, `labsupport/singleuser:local` (images/singleuser.Dockerfile): Debian's
+     Python, JupyterHub at the release this Python has, and this project from its source, rebuilt when any of them
+     changed
 
 Run it with the project's Python: `python kind-images/build.py [--only STEP]`. Outputs go to .kind/ (binaries,
 the root file system) and to the Docker engine (images).
@@ -277,6 +280,63 @@ def node_image() -> None:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
 
 
+def singleuser_context() -> dict[str, bytes]:
+    """The single-user image's build context: requirements.txt (the project's dependencies and JupyterHub, pinned
+    at the releases this venv has, so the hub and the servers it spawns speak one protocol and run the same code)
+    and the project's files under project/."""
+    import re
+    from importlib.metadata import requires, version
+    names = [re.match(r"[A-Za-z0-9._-]+", r).group(0) for r in requires("labsupport") or [] if "extra ==" not in r]
+    requirements = [f"{name}=={version(name)}" for name in [*names, "jupyterhub"]]
+    files = {"requirements.txt": ("\n".join(requirements) + "\n").encode()}
+    sources = [ROOT / "pyproject.toml", ROOT / "README.md",
+               *sorted(p for p in (ROOT / "labsupport").rglob("*")
+                       if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")]
+    for source in sources:
+        files["project/" + source.relative_to(ROOT).as_posix()] = source.read_bytes()
+    return files
+
+
+def pip_authorities() -> bytes:
+    """The certificate authorities this machine's pip is told to trust (PIP_CERT, else SSL_CERT_FILE), for the
+    image's pip where a proxy re-signs PyPI's certificates; empty when neither is set."""
+    for name in ("PIP_CERT", "SSL_CERT_FILE"):
+        path = os.environ.get(name)
+        if path and Path(path).is_file():
+            return Path(path).read_bytes()
+    return b""
+
+
+def singleuser_image() -> None:
+    """labsupport/singleuser:local, unless one built from this Dockerfile, base image and context exists."""
+    from importlib.metadata import PackageNotFoundError
+    dockerfile = HERE / "images" / "singleuser.Dockerfile"
+    try:
+        context = singleuser_context()
+    except PackageNotFoundError as e:
+        say(f"singleuser: skipped, {e.name} is not installed for this Python (make .venv/.installed installs it)")
+        return
+    digest = hashlib.sha256(dockerfile.read_bytes() + image_id(lab_images.BASE_IMAGE).encode())
+    for name in sorted(context):
+        digest.update(b"\0" + name.encode() + b"\0" + context[name])
+    key = digest.hexdigest()[:16]
+    image = lab_images.SINGLEUSER_IMAGE
+    if image_label(image, "dev.labsupport.content") == key:
+        say(f"singleuser: {image} is up to date")
+        return
+    say(f"singleuser: building {image} (Debian's Python, JupyterHub, JupyterLab and this project from PyPI and "
+        "the source; a few minutes the first time)")
+    with tempfile.TemporaryDirectory(prefix="kind-images-singleuser-") as tmp:
+        for name, data in context.items():
+            target = Path(tmp) / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        (Path(tmp) / "pip-ca.pem").write_bytes(pip_authorities())
+        run(["nice", "-n", "19", "docker", "build", "-q", "--network", "host", "--label",
+             f"dev.labsupport.content={key}", "-f", str(dockerfile), "-t", image, tmp],
+            env={**os.environ, "DOCKER_BUILDKIT": "0"}, quiet=True)
+
+
 def engine() -> None:
     """A Docker engine that answers, and the kind network on the lab's subnet."""
     pid = start_engine(log=lambda text: say("engine: " + text))
@@ -291,7 +351,12 @@ def coredns() -> None:
 
 
 STEPS = {"engine": engine, "go": lambda: [go_build(m) for m in GO_PROGRAMS] and install_kind(), "coredns": coredns,
-         "base": base_image, "images": workload_images, "node": node_image}
+         "base": base_image, "images": workload_images, "node": node_image, "singleuser": singleuser_image}
+
+
+#: Steps a whole build goes on without: nothing a cluster needs waits on them (the single-user image needs PyPI,
+#: and only the KubeSpawner test uses it, building it itself when it is missing).
+OPTIONAL = ("singleuser",)
 
 
 def timed(step: str) -> None:
@@ -329,6 +394,12 @@ def main(argv: list[str] | None = None) -> int:
             beside.join()
             if failed:
                 raise failed[0]
+        if step in OPTIONAL and not args.only:
+            try:
+                timed(step)
+            except SystemExit as e:
+                say(f"{step}: not built ({e}); the cluster's images are, and `build.py --only {step}` tries again")
+            continue
         timed(step)
     if beside is not None and beside.is_alive():
         beside.join()

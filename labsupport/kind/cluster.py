@@ -28,8 +28,8 @@ from labsupport.kind.loadbalancer import LoadBalancerController, Network, is_our
 from labsupport.kind.node_names import EMBEDDED_NODE_PREFIX, mentioned_nodes, node_alias, rename_nodes
 from labsupport.kind.podconn import PodKeepAlive
 from labsupport.kind.images import NODE_IMAGE as LOCAL_NODE_IMAGE, local_node_image
-from labsupport.kind.config import (CLIENT_IMAGE, DEFAULT_CLUSTER, LESSON_IMAGES, NODE_IMAGE, NODE_PORTS, PREFIX,
-                                    cluster_config, config_problems, config_yaml)
+from labsupport.kind.config import (CLIENT_IMAGE, DEFAULT_CLUSTER, LESSON_IMAGES, NODE_IMAGE, NODE_PORTS,
+                                    POD_SUBNET, PREFIX, cluster_config, config_problems, config_yaml)
 from labsupport.kind.preflight import CLIENT_LABEL, delete_cluster, kubeconfig_file, list_clusters, problems, \
     state_dir
 from labsupport.kind.progress import KIND_CREATE_STEPS, Progress, make_progress
@@ -72,7 +72,7 @@ class KindCluster:
 
     def __init__(self, name: str = DEFAULT_CLUSTER, proxy_mode: str = "iptables", runner: CommandRunner | None = None,
                  *, workers: int = 3, image: str | None = NODE_IMAGE, node_ports: tuple[int, ...] | None = None,
-                 progress: str | None = None):
+                 progress: str | None = None, pod_subnet: str = POD_SUBNET):
         if name != PREFIX and not name.startswith(PREFIX + "-"):
             raise BadRequest(f"a lab cluster's name starts with {PREFIX!r} (so `labsupport clean` finds it), "
                              f"not {name!r}: try {PREFIX + '-' + name!r}")
@@ -85,6 +85,7 @@ class KindCluster:
         # NodePorts, and any other (a test's, a second lab's) publishes none, so both can run on one host
         self.node_ports = node_ports if node_ports is not None else (NODE_PORTS if name == DEFAULT_CLUSTER else ())
         self.progress_kind = progress
+        self.pod_subnet = pod_subnet
         self.cgroup_v1 = cgroup_v1()
         self.restrict_oom_score_adj = lacks_sys_resource()
 
@@ -102,7 +103,7 @@ class KindCluster:
         """The kind Cluster config for this cluster."""
         return cluster_config(self.proxy_mode, name=self.name, workers=self.workers, image=self.image,
                               node_ports=self.node_ports, cgroup_v1=self.cgroup_v1,
-                              restrict_oom_score_adj=self.restrict_oom_score_adj)
+                              restrict_oom_score_adj=self.restrict_oom_score_adj, pod_subnet=self.pod_subnet)
 
     def choose_image(self) -> str | None:
         """The node image: the one `make kind-images` built here when the default is asked for and it exists
@@ -253,7 +254,7 @@ class KindBackend(KubeBackend):
                  workers: int = 3, image: str | None = NODE_IMAGE, load_images: bool = True,
                  runner: CommandRunner | None = None, progress: str | None = None,
                  node_ports: tuple[int, ...] | None = None, request_timeout: float = 30, create: bool = True,
-                 preflight: bool = True, load_balancer: bool = True):
+                 preflight: bool = True, load_balancer: bool = True, pod_subnet: str = POD_SUBNET):
         runner = runner or CommandRunner()
         if preflight:
             found = problems(proxy_mode, runner)
@@ -262,7 +263,7 @@ class KindBackend(KubeBackend):
                                             "checks again; the sim backend needs nothing)",
                                             problems="\n  - ".join(found)))
         self.kind_cluster = KindCluster(name, proxy_mode, runner, workers=workers, image=image,
-                                        node_ports=node_ports, progress=progress)
+                                        node_ports=node_ports, progress=progress, pod_subnet=pod_subnet)
         created = self.kind_cluster.ensure(create=create)
         if load_images:
             self.kind_cluster.load_images()

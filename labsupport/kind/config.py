@@ -83,13 +83,15 @@ def zone_labels(zone: str) -> dict[str, str]:
 def cluster_config(proxy_mode: str = "iptables", *, name: str = DEFAULT_CLUSTER, workers: int = 3,
                    zones: tuple[str, ...] = ZONES, image: str | None = NODE_IMAGE,
                    node_ports: tuple[int, ...] = NODE_PORTS, listen_address: str = "127.0.0.1",
-                   cgroup_v1: bool = False, restrict_oom_score_adj: bool = False) -> dict[str, Any]:
+                   cgroup_v1: bool = False, restrict_oom_score_adj: bool = False,
+                   pod_subnet: str = POD_SUBNET) -> dict[str, Any]:
     """The kind Cluster config: one control plane and `workers` workers spread over `zones`.
 
     The control plane sits in the first zone; worker i in zone i (mod the number of zones). Zones are set with
     kubeadm patches (InitConfiguration for the first node, JoinConfiguration for the rest), as kubelet flags.
     cgroup_v1: the host runs cgroup v1, which kubelet 1.37 refuses unless told `failCgroupV1: false`;
-    restrict_oom_score_adj: root lacks CAP_SYS_RESOURCE, so the nodes' containerd must not lower oom_score_adj."""
+    restrict_oom_score_adj: root lacks CAP_SYS_RESOURCE, so the nodes' containerd must not lower oom_score_adj;
+    pod_subnet: the pods' addresses (a cluster whose pods this host routes to needs one no other cluster uses)."""
     if proxy_mode not in PROXY_MODES:
         raise UnknownProxyMode(proxy_mode, PROXY_MODES)
     if workers < 0:
@@ -111,7 +113,7 @@ def cluster_config(proxy_mode: str = "iptables", *, name: str = DEFAULT_CLUSTER,
         nodes.append(node)
     config: dict[str, Any] = {
         "kind": "Cluster", "apiVersion": API_VERSION, "name": name,
-        "networking": {"kubeProxyMode": proxy_mode, "podSubnet": POD_SUBNET, "serviceSubnet": SERVICE_SUBNET},
+        "networking": {"kubeProxyMode": proxy_mode, "podSubnet": pod_subnet, "serviceSubnet": SERVICE_SUBNET},
         "nodes": nodes}
     if cgroup_v1:
         config["kubeadmConfigPatches"] = [yaml.safe_dump({"kind": "KubeletConfiguration", "failCgroupV1": False})]

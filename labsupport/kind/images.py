@@ -13,6 +13,10 @@ KUBERNETES_VERSION = "v1.37.2"
 BASE_IMAGE = "labsupport/debian:bookworm"
 NODE_IMAGE = f"labsupport/kind-node:{KUBERNETES_VERSION}"
 CNI_IMAGE = "labsupport/kind-cni:v1"
+#: A student's server for JupyterHub's KubeSpawner (kind-images/images/singleuser.Dockerfile): loaded into a cluster
+#: when a test spawns one (`kind load docker-image`), not part of the node image, whose content it would change
+#: with every edit of the project.
+SINGLEUSER_IMAGE = "labsupport/singleuser:local"
 
 # what `kubeadm config images list --kubernetes-version v1.37.2` names
 CONTROL_PLANE = {

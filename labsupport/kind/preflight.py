@@ -211,11 +211,14 @@ def delete_cluster(name: str = DEFAULT_CLUSTER, runner: CommandRunner | None = N
 
 
 def clean(runner: CommandRunner | None = None) -> list[str]:
-    """Delete every kind cluster whose name starts with the project prefix, and leftover client containers."""
+    """Delete every kind cluster whose name starts with the project prefix, leftover client containers, and the
+    host's routes to a cluster's pods (labsupport/kind/host_routes.py) a killed run left."""
+    from labsupport.kind.host_routes import clean_routes
     runner = runner or CommandRunner()
     done = []
     for name in lab_clusters(runner):
         done.extend(delete_cluster(name, runner))
+    done.extend(clean_routes(runner))
     if runner.which("docker") is not None:
         left = runner.run(["docker", "ps", "-aq", "--filter", f"label={CLIENT_LABEL}"], timeout=60)
         ids = left.stdout.split() if left.ok else []

@@ -85,6 +85,9 @@ def test_custom_shapes():
     assert len(cfg["nodes"]) == 6 and all("image" not in n for n in cfg["nodes"])
     assert "extraPortMappings" not in cfg["nodes"][0]
     assert config_problems(cfg) == []
+    assert cfg["networking"]["podSubnet"] == "10.244.0.0/16"
+    routed = cluster_config("nftables", name="labsupport-spawn", workers=1, node_ports=(), pod_subnet="10.250.0.0/16")
+    assert routed["networking"]["podSubnet"] == "10.250.0.0/16" and config_problems(routed) == []
     with pytest.raises(ValueError, match="unknown proxy mode 'userspace'"):
         cluster_config("userspace")
 
