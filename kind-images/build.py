@@ -297,11 +297,15 @@ def singleuser_context() -> dict[str, bytes]:
     return files
 
 
+#: Debian's bundle of the certificate authorities this machine trusts
+SYSTEM_AUTHORITIES = "/etc/ssl/certs/ca-certificates.crt"
+
+
 def pip_authorities() -> bytes:
-    """The certificate authorities this machine's pip is told to trust (PIP_CERT, else SSL_CERT_FILE), for the
-    image's pip where a proxy re-signs PyPI's certificates; empty when neither is set."""
-    for name in ("PIP_CERT", "SSL_CERT_FILE"):
-        path = os.environ.get(name)
+    """The certificate authorities this machine's pip is told to trust (PIP_CERT, else SSL_CERT_FILE, else Debian's
+    system bundle, which holds a local authority added with update-ca-certificates), for the image's pip where a
+    proxy re-signs PyPI's certificates; empty when there is none."""
+    for path in (os.environ.get("PIP_CERT"), os.environ.get("SSL_CERT_FILE"), SYSTEM_AUTHORITIES):
         if path and Path(path).is_file():
             return Path(path).read_bytes()
     return b""

@@ -43,6 +43,8 @@ KUBE_PROXY_METRICS = "http://127.0.0.1:10249/metrics"
 NOTICE_SECONDS = 1.0
 #: The longest traffic waits for kube-proxy to write what it noticed.
 CATCH_UP_SECONDS = 15.0
+#: The longest a proxy-mode switch waits for every restarted kube-proxy's first sync.
+RULES_WRITTEN_SECONDS = 90.0
 #: kubectl's commands that change objects (after them, traffic waits for kube-proxy as after `lab.apply`).
 KUBECTL_WRITES = frozenset({"apply", "create", "delete", "edit", "patch", "replace", "scale", "set", "label",
                             "annotate", "run", "expose", "rollout", "autoscale", "cordon", "uncordon", "drain"})
@@ -757,6 +759,22 @@ class KindBackend(KubeBackend):
                 for p in pods)
 
         self._wait(rolled, 180, ("pods",), what=f"kube-proxy restarting in {mode} mode")
+        self._wait_for_first_sync()
+
+    def _wait_for_first_sync(self) -> None:
+        """Until every node's new kube-proxy has written its rules once (bounded by RULES_WRITTEN_SECONDS): a Running
+        pod has not yet synced, and its table (`nft list table ip kube-proxy`) may not exist yet. Its sync gauges
+        appear with its first sync; a node whose metrics are not kube-proxy's is not waited for."""
+        pending = list(self.kind_cluster.nodes())
+        deadline = time.monotonic() + RULES_WRITTEN_SECONDS
+        while pending and time.monotonic() < deadline:
+            for node in list(pending):
+                done = self.kind_cluster.node_exec(node, ["curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS])
+                marks = parse.sync_marks(done.stdout) if done.ok else None
+                if (marks is not None and marks[1] > 0) or (done.ok and "kubeproxy_" not in done.stdout):
+                    pending.remove(node)
+            if pending:
+                time.sleep(0.5)
 
     def _path_of(self, kind: str, namespace: str | None, name: str | None = None) -> str:
         return self._path(resolve(kind), namespace, name)

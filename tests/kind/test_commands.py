@@ -420,6 +420,31 @@ def test_traffic_after_a_write_waits_for_kube_proxy_to_sync_it(kind_lab):
     assert len([c for c in runner.calls if c == metrics]) == polls, "waited again with no new write"
 
 
+def test_a_proxy_mode_switch_waits_for_every_new_kube_proxys_first_sync(kind_lab, monkeypatch):
+    import time
+    from labsupport.kind.cluster import KUBE_PROXY_METRICS
+    runner = kind_lab.runner
+    nodes = kind_lab.backend.kind_cluster.nodes()
+
+    def metrics(node: str) -> list[str]:
+        return ["docker", "exec", node, "curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS]
+
+    now = time.time()
+    starting = ("# HELP kubeproxy_sync_proxy_rules_duration_seconds ...\n"   # up, no sync yet: no sync gauges
+                "kubeproxy_sync_proxy_rules_duration_seconds_count 0\n")
+    runner.answer(metrics(nodes[0]), returncode=7, stderr="")                     # not listening yet, for good
+    for node in nodes[1:]:
+        runner.answer_in_turn(metrics(node), starting, kube_proxy_metrics(now, now))
+    from labsupport.kind import cluster as kind_cluster_module
+    monkeypatch.setattr(kind_cluster_module, "RULES_WRITTEN_SECONDS", 2.0)
+    began = time.monotonic()
+    kind_lab.set_proxy_mode("nftables")
+    waited = time.monotonic() - began
+    asked = {node: len([c for c in runner.calls if c == metrics(node)]) for node in nodes}
+    assert all(asked[node] == 2 for node in nodes[1:]), f"each asked until its first sync showed: {asked}"
+    assert asked[nodes[0]] > 2 and waited >= 2.0, "a kube-proxy that never answers is waited for, bounded"
+
+
 def test_kube_proxy_sync_marks_of_every_ip_family():
     text = kube_proxy_metrics(100.5, 99.0) + kube_proxy_metrics(98.0, 101.0).replace("IPv4", "IPv6")
     assert parse.sync_marks(text) == (100.5, 99.0)

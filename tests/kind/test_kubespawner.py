@@ -33,6 +33,7 @@ from labsupport.hub.service import alive, free_port
 from labsupport.kind import host_routes, images
 from labsupport.kind.host_routes import PodRoute
 from labsupport.kind.engine import KIND_NETWORK
+from labsupport.kind.runner import program_path
 from labsupport.kubectl import find_kubectl
 from tests.kind.conftest import KIND_MODE, cluster_ready, require_kind_tier
 
@@ -88,7 +89,9 @@ print(json.dumps(seen))
 
 
 def run(argv: list[str], timeout: float = 300, **options) -> subprocess.CompletedProcess:
-    """Run a command; fail the test with its output when it fails."""
+    """Run a command (kind and kubectl found as the library finds them); fail the test with its output when it
+    fails."""
+    options.setdefault("env", {**os.environ, "PATH": program_path()})
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **options)
     assert done.returncode == 0, f"`{' '.join(argv)}` failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
     return done
