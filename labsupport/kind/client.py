@@ -645,9 +645,10 @@ class KubeBackend:
         moment before every node's kube-proxy has written it; sim writes at once, and a lesson's first request right
         after its pods are ready would otherwise meet the old rules."""
         result, out = self._curl_raw(url, source, options)
+        if out is None or out.exit_code != CURL_COULDNT_CONNECT or not self._awaits_sync(url, source, out):
+            return result, out
         deadline = time.monotonic() + SYNC_GRACE
-        while out is not None and out.exit_code == CURL_COULDNT_CONNECT and time.monotonic() < deadline \
-                and self._awaits_sync(url, source, out):
+        while out.exit_code == CURL_COULDNT_CONNECT and time.monotonic() < deadline:
             time.sleep(0.5)
             result, out = self._curl_raw(url, source, options)
         return result, out

@@ -388,8 +388,7 @@ class KindBackend(KubeBackend):
             time.sleep(0.2)
         settled = max(written, time.time() - NOTICE_SECONDS / 2)
         while time.monotonic() < deadline:
-            done = self.kind_cluster.node_exec(node, ["curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS])
-            marks = parse.sync_marks(done.stdout) if done.ok else None
+            _, marks = self._sync_marks(node)
             if marks is None:
                 break       # no metrics to read (kube-proxy stopped, or no curl on the node): go as before
             queued, synced = marks
@@ -397,6 +396,11 @@ class KindBackend(KubeBackend):
                 break
             time.sleep(0.2)
         self._caught_up[node] = written
+
+    def _sync_marks(self, node: str) -> tuple[CommandResult, tuple[float, float] | None]:
+        """The node's kube-proxy metrics as read, and its (last queued, last synced) times when they hold them."""
+        done = self.kind_cluster.node_exec(node, ["curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS])
+        return done, (parse.sync_marks(done.stdout) if done.ok else None)
 
     def _slices_written(self) -> bool:
         """Whether every Service of the lab's namespace that selects pods has an EndpointSlice."""
@@ -769,8 +773,7 @@ class KindBackend(KubeBackend):
         deadline = time.monotonic() + RULES_WRITTEN_SECONDS
         while pending and time.monotonic() < deadline:
             for node in list(pending):
-                done = self.kind_cluster.node_exec(node, ["curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS])
-                marks = parse.sync_marks(done.stdout) if done.ok else None
+                done, marks = self._sync_marks(node)
                 if (marks is not None and marks[1] > 0) or (done.ok and "kubeproxy_" not in done.stdout):
                     pending.remove(node)
             if pending:

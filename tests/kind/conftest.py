@@ -108,10 +108,16 @@ def kind_cluster():
         lab.wait(cluster_ready, timeout=420)
         yield lab
     finally:
-        if os.environ.get("LABSUPPORT_KIND_KEEP") == "1":
-            lab.close()
-        else:
-            lab.backend.delete_cluster()
+        release_cluster(lab)
+
+
+def release_cluster(lab: Lab) -> None:
+    """The end of a test cluster: deleted (so it does not idle through the other tiers), or only closed when
+    LABSUPPORT_KIND_KEEP=1 keeps it for the next run."""
+    if os.environ.get("LABSUPPORT_KIND_KEEP") == "1":
+        lab.close()
+    else:
+        lab.backend.delete_cluster()
 
 
 @pytest.fixture

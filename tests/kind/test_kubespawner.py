@@ -35,7 +35,7 @@ from labsupport.kind.host_routes import PodRoute
 from labsupport.kind.engine import KIND_NETWORK
 from labsupport.kind.runner import program_path
 from labsupport.kubectl import find_kubectl
-from tests.kind.conftest import KIND_MODE, cluster_ready, require_kind_tier
+from tests.kind.conftest import KIND_MODE, cluster_ready, release_cluster, require_kind_tier
 
 pytestmark = pytest.mark.kind
 
@@ -141,10 +141,7 @@ def spawn_cluster() -> Iterator[Lab]:
         print(f"kind load of {images.SINGLEUSER_IMAGE}: {time.monotonic() - began:.0f} s")
         yield lab
     finally:
-        if os.environ.get("LABSUPPORT_KIND_KEEP") == "1":
-            lab.close()
-        else:
-            lab.backend.delete_cluster()
+        release_cluster(lab)
 
 
 HUB_CONFIG = """
