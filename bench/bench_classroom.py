@@ -4,7 +4,9 @@ Run (root, node and npm, a Python other users may run): .venv/bin/python bench/b
 Prints: `labsupport class up` time (accounts, course, hub) and the hub's own start; each student server's spawn
 time; each server's memory (RSS of the server's process tree) and CPU while idle; and while active — the student
 validates the assignment, so a kernel runs the whole notebook with its own `Lab()` on `sim` — the peak memory, CPU
-seconds and wall time. Without root or node it says what is missing and exits 0 (`make bench` runs it everywhere).
+seconds and wall time; then each student hands in through the class's exchange service, the instructor collects,
+and the service's memory. Without root or node it says what is missing and exits 0 (`make bench` runs it
+everywhere).
 """
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from labsupport.hub.client import HubClient, MemberServer  # noqa: E402
 from labsupport.hub.proxy_install import missing_node  # noqa: E402
-from labsupport.hub.roster import numbered_roster  # noqa: E402
-from labsupport.hub.service import down, run_as, unreachable_python, up  # noqa: E402
+from labsupport.hub.roster import EXCHANGE_ACCOUNT, numbered_roster  # noqa: E402
+from labsupport.hub.service import down, processes_of, run_as, unreachable_python, up  # noqa: E402
 
 ASSIGNMENT = "01-endpointslices"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -133,8 +135,9 @@ def main() -> int:
         print(f"{'class up (' + str(students + 1) + ' accounts, course, hub)':<44} {took:6.1f} s")
         print(f"{'hub start (process start to API answering)':<44} {age(state.pids['hub']):6.1f} s")
         hub = HubClient(state)
-        run_as(state, state.instructor, ["nbgrader", "generate_assignment", ASSIGNMENT], cwd=state.course)
-        run_as(state, state.instructor, ["nbgrader", "release_assignment", ASSIGNMENT], cwd=state.course)
+        teacher = {"JUPYTERHUB_API_TOKEN": hub.token(state.instructor)}
+        for step in ("generate_assignment", "release_assignment"):
+            run_as(state, state.instructor, ["nbgrader", step, ASSIGNMENT], cwd=state.course, env=teacher)
         spawns = [hub.start_server(s) for s in state.students]
         print(f"{'spawn, one server at a time':<44} median {statistics.median(spawns):5.1f} s   "
               f"max {max(spawns):5.1f} s   (n={len(spawns)})")
@@ -153,6 +156,20 @@ def main() -> int:
         print(f"{'active (fetch + Validate): wall':<44} median {statistics.median(b[2] for b in busy):5.1f} s")
         hub_rss = rss_mib([state.pids["hub"], *([state.pids["proxy"]] if "proxy" in state.pids else [])])
         print(f"{'hub + proxy: RSS':<44} {hub_rss:6.0f} MiB")
+        handins = []
+        for student in state.students:
+            began = time.monotonic()
+            MemberServer(state, student, hub.token(student)).assignments("submit", ASSIGNMENT)
+            handins.append(time.monotonic() - began)
+        print(f"{'hand in through the exchange (assignment list)':<44} median {statistics.median(handins):5.2f} s   "
+              f"max {max(handins):5.2f} s")
+        began = time.monotonic()
+        collected = run_as(state, state.instructor, ["nbgrader", "collect", ASSIGNMENT], cwd=state.course,
+                           env=teacher)
+        print(f"{'nbgrader collect, ' + str(students) + ' hand-ins':<44} {time.monotonic() - began:6.1f} s"
+              f"{'' if collected.returncode == 0 else '  (failed: ' + collected.stderr[-300:] + ')'}")
+        service = processes_of([EXCHANGE_ACCOUNT])
+        print(f"{'exchange service: RSS':<44} {rss_mib(service):6.0f} MiB")
     finally:
         if state is not None:
             down(state)

@@ -1,9 +1,10 @@
-"""How a failed check looks in a notebook: its message under the student's own line of code.
+"""How an error of this package looks in a notebook: its message under the student's own line of code.
 
 IPython (JupyterLab, and the kernels nbgrader's Validate and autograde run) asks an exception for
-`_render_traceback_()` before formatting it. A check's failure answers with the traceback cut before the first frame
-inside labsupport: the cell, the line that called the check, then the check's message — no walk through the
-package's code. The cell still fails, so nbgrader still counts the test as failed.
+`_render_traceback_()` before formatting it. A failed check, and every other LabError (an object the API server
+refuses or does not find, a pod a request cannot start from), answers with the traceback cut before the first frame
+inside labsupport: the cell, the line that called labsupport, then the message — no walk through the package's
+code. The cell still fails, so nbgrader still counts the test as failed.
 """
 from __future__ import annotations
 

@@ -12,11 +12,13 @@ labsupport.checks.CheckFailed: there is no Service "web" in namespace "default":
 from __future__ import annotations
 
 import math
+import os
 import re
 from typing import Any, Iterable, NoReturn
 from urllib.parse import urlsplit
 
 from labsupport.apps.stop import hook_seconds
+from labsupport.check_display import wrapped_message
 from labsupport.control.clock import parse_rfc3339
 from labsupport.errors import LabError, NotFound
 from labsupport.i18n import tr
@@ -26,12 +28,8 @@ SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 
 class CheckFailed(LabError, AssertionError):
-    """A check did not hold; the message says what is wrong and where to look (an AssertionError too, for graders)."""
-
-    def _render_traceback_(self) -> list[str]:
-        """How IPython shows it: the student's line and the message, without this package's frames."""
-        from labsupport.check_display import render_traceback
-        return render_traceback(self)
+    """A check did not hold; the message says what is wrong and where to look (an AssertionError too, for graders).
+    Like every LabError, a notebook shows it under the student's line, without this package's frames."""
 
 
 def _fail(message: str) -> NoReturn:
@@ -274,36 +272,79 @@ def captured_slices(captured: Any, service: str | None = None, namespace: str = 
     return items
 
 
-def was_listed(captured: Any, pod_ip: str, service: str | None = None, namespace: str = "default") -> dict:
-    """The captured EndpointSlice(s) of `service` list an endpoint for `pod_ip`; returns it."""
+def _termination_note(lab: Any, service: str | None, namespace: str) -> str:
+    """How long a deleted pod of the Service stays in its slices, read from its pods' own preStop hooks ("" without
+    a lab to ask)."""
+    if lab is None or service is None:
+        return ""
+    try:
+        selector = _selector_text((lab.get("svc", service, namespace=namespace).get("spec") or {}).get("selector"))
+        pods = lab.get("pods", namespace=namespace, selector=selector) if selector else []
+    except LabError:
+        return ""
+    held = max((hook_seconds(hook) for p in pods for c in (p.get("spec") or {}).get("containers") or []
+                for hook in [((c.get("lifecycle") or {}).get("preStop"))] if hook), default=0.0)
+    if held:
+        return tr("here the preStop hook holds it {seconds:g} s", seconds=held)
+    return tr("here there is none, so it ends about a second after the delete")
+
+
+def _not_listed(captured: Any, pod_ip: str, service: str | None, namespace: str) -> tuple[list[dict], list[str]]:
+    """The captured endpoints of `pod_ip` (none when it is not listed), and every address the capture lists."""
     eps = endpoints(captured_slices(captured, service, namespace))
-    match = [e for e in eps if pod_ip in e.get("addresses", [])]
+    return [e for e in eps if pod_ip in e.get("addresses", [])], sorted(a for e in eps for a in e.get("addresses", []))
+
+
+def was_listed(captured: Any, pod_ip: str, service: str | None = None, namespace: str = "default", *,
+               lab: Any = None) -> dict:
+    """The captured EndpointSlice(s) of `service` list an endpoint for `pod_ip`; returns it. With `lab`, a failure
+    says how long the Service's pods stay listed once deleted (their preStop hook)."""
+    match, listed = _not_listed(captured, pod_ip, service, namespace)
     if not match:
-        listed = sorted(a for e in eps for a in e.get("addresses", []))
-        _fail(tr("the captured slice has no endpoint for {pod_ip} (it lists {listed}): capture the slice right "
-                 "after lab.delete(...), before advancing the clock past the pod's grace period (30 s by default), "
-                 "and check that the pod you deleted had this IP.", pod_ip=pod_ip, listed=listed))
+        _fail(tr("the captured slice has no endpoint for {pod_ip} (it lists {listed}). A deleted pod stays in the "
+                 "slice only while it terminates: until its preStop hook ends ({hold}) and its container quits on the "
+                 "stop signal. The grace period (terminationGracePeriodSeconds, 30 s by default) is only the "
+                 "deadline for a kill, not how long the pod stays. Capture the slice right after lab.delete(...), "
+                 "before the clock moves, and check that the pod you deleted had this IP.", pod_ip=pod_ip,
+                 listed=listed, hold=_termination_note(lab, service, namespace)))
     return match[0]
 
 
-def endpoint_terminating(captured: Any, pod_ip: str, service: str | None = None, namespace: str = "default") -> dict:
+def victim_in_capture(captured: Any, pod_ip: str, service: str | None = None, namespace: str = "default", *,
+                      lab: Any = None) -> dict:
+    """For a step after the capture: the captured slice(s) list the endpoint of `pod_ip`, the pod deleted then;
+    a failure says that the capture, not this step, is what to fix. Returns the endpoint."""
+    match, listed = _not_listed(captured, pod_ip, service, namespace)
+    if not match:
+        _fail(tr("this test starts from the slice you captured at the delete (captured), and it has no endpoint for "
+                 "{pod_ip} (it lists {listed}), so it cannot tell that the pod you waited for is the one you "
+                 "deleted. The mistake is the capture, not this step: it was taken after the pod had terminated "
+                 "(after its preStop hook; {hold}), and it costs the capture's own test too. Capture the slice right "
+                 "after lab.delete(...), before the clock moves, then run that cell, this one and their tests "
+                 "again.", pod_ip=pod_ip, listed=listed, hold=_termination_note(lab, service, namespace)))
+    return match[0]
+
+
+def endpoint_terminating(captured: Any, pod_ip: str, service: str | None = None, namespace: str = "default", *,
+                         lab: Any = None) -> dict:
     """In the captured EndpointSlice(s) of `service` the endpoint of `pod_ip` is terminating: ready false, serving
     true, terminating true."""
-    endpoint = was_listed(captured, pod_ip, service, namespace)
+    endpoint = was_listed(captured, pod_ip, service, namespace, lab=lab)
     cond = endpoint.get("conditions") or {}
     if not cond.get("terminating"):
         _fail(tr("the endpoint {pod_ip} in the captured slice is not terminating (conditions: {cond}): capture the "
                  "slice AFTER lab.delete(...) of that pod, not before.", pod_ip=pod_ip, cond=cond))
     if cond.get("ready") is not False:
-        _fail(tr("the endpoint {pod_ip} is terminating but still ready (conditions: {cond}): a terminating "
-                 "endpoint is never ready; is this really the slice after the delete?", pod_ip=pod_ip, cond=cond))
+        _fail(tr("the endpoint {pod_ip} is terminating but still ready (conditions: {cond}): unless its Service "
+                 "sets publishNotReadyAddresses, a terminating endpoint is never ready; is this really the slice "
+                 "after the delete?", pod_ip=pod_ip, cond=cond))
     return endpoint
 
 
 def deleted_at(lab: Any, captured: Any, pod_ip: str, service: str, namespace: str = "default") -> float:
     """When the pod that had `pod_ip` was deleted (cluster time, epoch seconds): its endpoint in the captured slices
     of `service` names the pod, and the kubelet's Killing event of that pod says when."""
-    endpoint = was_listed(captured, pod_ip, service, namespace)
+    endpoint = victim_in_capture(captured, pod_ip, service, namespace, lab=lab)
     ref = endpoint.get("targetRef") or {}
     for event in lab.get("events", namespace=namespace):
         involved = event.get("involvedObject") or {}
@@ -330,9 +371,9 @@ def address_gone(lab: Any, service: str, address: str, namespace: str = "default
     """`address` is no longer listed in any of the Service's slices (its pod is gone)."""
     listed = [a for e in endpoints(slices(lab, service, namespace)) for a in e.get("addresses", [])]
     if address in listed:
-        _fail(tr('{address} is still listed in the slices of "{service}": the pod is terminating until its grace '
-                 "period ends; advance the clock (lab.advance(seconds) or lab.wait(...)) until it is gone.",
-                 address=address, service=service))
+        _fail(tr('{address} is still listed in the slices of "{service}": its pod is terminating until its preStop '
+                 "hook ends and its container quits (at the latest when its grace period runs out); advance the "
+                 "clock (lab.advance(seconds) or lab.wait(...)) until it is gone.", address=address, service=service))
 
 
 # --- exercise 2: headless Services and DNS ---------------------------------------------------------------
@@ -454,11 +495,16 @@ def _check_result(result: Any) -> None:
 
 
 def seen_ip(result: Any) -> str | None:
-    """The client address the app saw: agnhost's /clientip body ("ip:port"), else the result's client_ip."""
+    """The client address the app saw: the peer of the connection as the cluster recorded it (the result's
+    client_ip), else what agnhost reports as the peer on `/clientip` ("ip:port"). Never a body the request shaped:
+    agnhost's `/echo` answers with whatever it was sent."""
     _check_result(result)
+    if result.client_ip:
+        return result.client_ip
+    path = urlsplit(result.url if "://" in result.url else f"http://{result.url}").path
     body = (result.body or "").strip()
-    match = re.fullmatch(r"\[?([0-9a-fA-F.:]+?)\]?:\d+", body)
-    return match.group(1) if match else result.client_ip
+    match = re.fullmatch(r"\[?([0-9a-fA-F.:]+?)\]?:\d+", body) if path == "/clientip" else None
+    return match.group(1) if match else None
 
 
 def reached_node_port(result: Any, lab: Any, service: str, namespace: str = "default") -> str:
@@ -764,30 +810,75 @@ def balanced(hits: dict, pods: int, minimum_share: float = 0.15) -> None:
                  low=sorted(low), share=minimum_share, total=total))
 
 
-def refusal(answer: Any, lab: Any, *fragments: str) -> str:
+#: The verbs that write: a refusal an exercise asks for comes from one of them.
+WRITE_VERBS = ("apply", "create", "delete", "scale")
+
+
+def _shown(value: Any, limit: int = 200) -> str:
+    """A value as a message quotes it: its repr, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def refusal(answer: Any, lab: Any, *fragments: str, kind: str | None = None, name: str | None = None,
+            field: str | None = None, value: Any = None, detail: str | None = None) -> str:
     """`answer` is the message of an error the cluster returned (`str(err)` of what you caught, unchanged), and it
-    says each of `fragments`. Only a lab server keeps a record of its refusals; on a local cluster the message is
-    checked for the fragments alone."""
+    says each of `fragments`. A lab server (grading) judges the refusal by its own record of the request it refused
+    with that message, never by the text: a write (apply, create, delete, scale) of `kind` `name`, refused for
+    `field` with `value` and `detail` (those given). So a message the student shaped — a read of an object named
+    after the expected text, an object whose field holds it — does not count. A local cluster keeps no record: the
+    fragments alone are checked there."""
     if not isinstance(answer, str) or not answer:
-        _fail(tr("expected the message of the error you caught (str(err)), got {answer!r}.", answer=answer))
-    if _refused_by_server(lab, answer) is False:
-        _fail(tr("{answer!r} is not a message the cluster returned to you: catch the error (except Invalid as "
-                 "err) and keep str(err) unchanged; a message typed or edited by hand does not count.",
-                 answer=answer))
+        _fail(tr("expected the message of the error you caught (str(err)), got {answer}.", answer=_shown(answer)))
+    records = _refused_by_server(lab, answer)
+    if records is not None:
+        if not records:
+            _fail(tr("{answer} is not a message the cluster returned to you: catch the error (except Invalid as "
+                     "err) and keep str(err) unchanged; a message typed or edited by hand does not count.",
+                     answer=_shown(answer)))
+        if not any(_asked_for(record, kind, name, field, value, detail) for record in records):
+            record = records[0]
+            _fail(tr("the cluster did return {answer}, but when you made a {verb} of {kind} {name}, not as the refusal "
+                     "asked for ({expected}): make that request as the exercise says and keep str(err) of its "
+                     "error.", answer=_shown(answer), verb=record.get("verb"), kind=record.get("kind") or "?",
+                     name=_shown(record.get("name"), 60), expected=_expected(kind, name, field, value, detail)))
     missing = [f for f in fragments if f not in answer]
     if missing:
-        _fail(tr("the cluster did say {answer!r}, but that is not the refusal asked for: it should say {missing}.",
-                 answer=answer, missing=missing))
+        _fail(tr("the cluster did say {answer}, but that is not the refusal asked for: it should say {missing}.",
+                 answer=_shown(answer), missing=missing))
     return answer
 
 
-def _refused_by_server(lab: Any, text: str) -> bool | None:
-    """Whether the lab server returned an error with this message (None: a local cluster, which keeps no record).
-    Only the grader's connection may ask; on the student's the server refuses, and so does the check."""
+def _asked_for(record: dict, kind: str | None, name: str | None, field: str | None, value: Any,
+               detail: str | None) -> bool:
+    """Whether the server's record of a refused request is the refusal asked for."""
+    if record.get("verb") not in WRITE_VERBS:
+        return False
+    if kind is not None and record.get("kind") != kind or name is not None and record.get("name") != name:
+        return False
+    if field is None:
+        return True
+    return any(cause.get("field") == field and (value is None or cause.get("value") == value)
+               and (detail is None or cause.get("detail") == detail) for cause in record.get("causes") or [])
+
+
+def _expected(kind: str | None, name: str | None, field: str | None, value: Any, detail: str | None) -> str:
+    """The refusal asked for, in words."""
+    parts = [f"{kind or ''} {name!r}".strip() if name else (kind or tr("an object"))]
+    if field:
+        parts.append(f"{field}: {value!r}" if value is not None else field)
+    if detail:
+        parts.append(detail)
+    return ": ".join(parts)
+
+
+def _refused_by_server(lab: Any, text: str) -> list[dict] | None:
+    """The lab server's records of the requests it refused with this message (None: a local cluster, which keeps
+    no record). Only the grader's connection may ask; on the student's the server refuses, and so does the check."""
     backend = lab.backend
     if not isinstance(backend, RemoteBackend):
         return None
-    return bool(backend.refused(text))
+    return list(backend.refused(text) or [])
 
 
 def counted(hits: Any, responses: Any, url: str, source: str) -> dict:
@@ -853,10 +944,43 @@ def choices(answer: Any, expected: Iterable[str], options: Iterable[str]) -> Non
                  "{wrong} wrong one(s) chosen.", got=sorted(got), missing=len(want - got), wrong=len(got - want)))
 
 
+def _missing_answer(error: NameError) -> str:
+    """A test's NameError in the words the graded feedback uses: which answer is missing, and what to run."""
+    name = getattr(error, "name", None) or next(iter(re.findall(r"name '([^']+)'", str(error))), "?")
+    return tr("name '{name}' is not defined: run the cell that sets it before this test", name=name)
+
+
+def _explain_missing_answers(shell=None) -> bool:
+    """While nbgrader validates a notebook (its kernel runs with NBGRADER_EXECUTION=validate), show a test cell's
+    NameError as the feedback says it (the answer's name and the cell to run) instead of Python's bare NameError.
+    Returns whether it is installed."""
+    if os.environ.get("NBGRADER_EXECUTION") != "validate":
+        return False
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    if shell is None:
+        return False
+
+    def show(self, etype, value, tb, tb_offset=None):
+        stb = [wrapped_message(NameError(_missing_answer(value)))]
+        self._showtraceback(etype, value, stb)
+        return stb
+
+    shell.set_custom_exc((NameError,), show)
+    return True
+
+
+_explain_missing_answers()      # a notebook's tests under nbgrader's Validate import this module first
+
 __all__ = [
     "CheckFailed", "find", "slices", "endpoints", "ready_addresses", "pod_is_ready", "ready_pod_ips", "node_ips",
     "deployment_ready", "service_type", "slice_has_ready_addresses", "slice_matches_pods", "same_addresses",
-    "captured_slices", "was_listed", "endpoint_terminating", "deleted_at", "waited", "address_gone", "headless",
+    "captured_slices", "was_listed", "victim_in_capture", "endpoint_terminating", "deleted_at", "waited",
+    "address_gone", "headless",
     "nslookup_returns_pod_ips", "nslookup_is_pod", "pod_replaced",
     "statefulset_pods", "node_port", "external_traffic_policy", "seen_ip", "reached_node_port",
     "sent_to", "source_ip_snatted", "source_ip_preserved", "dropped", "node_without_pod", "iptables_service_chain",

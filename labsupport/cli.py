@@ -23,6 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     clean.add_argument("--only", action="append", choices=("netns", "kind", "class", "engine"),
                        help="clean only this part (repeatable): the network namespaces and their programs, the kind "
                             "clusters, the class of `labsupport class`, or the Docker engine this project started")
+    clean.add_argument("--kubeconfig", help="clean a shared cluster instead of this machine: remove the classes "
+                                            "`labsupport class cluster` made there (namespaces, accounts, bindings, "
+                                            "guards), with an administrator's kubeconfig")
+    clean.add_argument("--context", help="the kubeconfig's context to use (default: its current one)")
+    clean.add_argument("--class", dest="class_name", help="with --kubeconfig: only this class")
     clean.set_defaults(func=_clean)
     _register_cluster_commands(sub)
     from labsupport.classroom.cli import register as register_classroom
@@ -133,6 +138,11 @@ def _doctor(args) -> int:
 
 def _clean(args) -> int:
     from labsupport.doctor import CLEAN_PARTS, clean
+    if args.kubeconfig:
+        from labsupport.hub.cluster import clean_remote
+        for line in clean_remote(args.kubeconfig, class_name=args.class_name, context=args.context):
+            print(line)
+        return 0
     for line in clean(tuple(args.only) if args.only else CLEAN_PARTS):
         print(line)
     return 0

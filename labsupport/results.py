@@ -142,6 +142,17 @@ class NslookupAnswer:
 
 
 
+def masquerade_rewrite(before: str, after: str) -> str:
+    """How a trace writes a masquerade (`SNAT before -> after (masquerade)`). When the packet already had the address
+    masquerading gives it (a node's own connection to a ClusterIP), it says that nothing changed and why the rule
+    still ran, so `SNAT x -> x` does not read as a mistake."""
+    if before != after:
+        return f"SNAT {before} -> {after} (masquerade)"
+    return f"SNAT {before} -> {after} (masquerade: " + tr(
+        "kube-proxy masquerades a connection to a Service that does not come from a pod; this one comes from the "
+        "node itself, which already has the address it would get, so nothing changes") + ")"
+
+
 @dataclass(frozen=True)
 class ProxyStatus:
     """What the picture shows of one node's kube-proxy: its mode, whether it runs, its rule count, a pending sync."""
@@ -166,4 +177,4 @@ class ClusterSnapshot:
     home: str = "default"
 
 
-__all__ = ["Hop", "CurlResult", "Trace", "NslookupAnswer", "ProxyStatus", "ClusterSnapshot"]
+__all__ = ["Hop", "CurlResult", "Trace", "NslookupAnswer", "masquerade_rewrite", "ProxyStatus", "ClusterSnapshot"]

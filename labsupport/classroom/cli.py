@@ -54,6 +54,8 @@ def cmd_grade(args) -> int:
 def cmd_report(args) -> int:
     """Write the report and print where it is."""
     from labsupport.classroom.report import write_report
+    from labsupport.grading.ids import check_assignment_id
+    check_assignment_id(args.assignment, "the command line")
     course = pathlib.Path(args.course)
     output = pathlib.Path(args.output) if args.output else course / "reports" / f"{args.assignment}.html"
     write_report(course, args.assignment, output)
@@ -63,6 +65,9 @@ def cmd_report(args) -> int:
 
 def cmd_variant(args) -> int:
     """Print the student's task as JSON."""
+    from labsupport.grading.ids import check_assignment_id, check_student_id
     from labsupport.tasks import draw
+    check_assignment_id(args.assignment, "the command line")
+    check_student_id(args.student, "the command line")
     print(json.dumps(draw(args.assignment, args.student, course_id=args.course_id).values, indent=2))
     return 0

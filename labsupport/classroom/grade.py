@@ -23,7 +23,7 @@ from typing import Callable
 
 from labsupport.classroom.gradebook import GradingError, assignment_notebooks, locked, merge_from_scratch, snapshot
 from labsupport.classroom.runner import NbgraderRun, call_in_child, warm_up
-from labsupport.grading.exchange import check_student_id
+from labsupport.grading.ids import BadStudentId, check_assignment_id, check_student_id
 from labsupport.grading.sandbox import SubmissionRefused, copy_submission, socket_base
 
 # A submission whose nbgrader run takes longer than this is stopped and reported (nbgrader's own cell timeouts
@@ -31,6 +31,8 @@ from labsupport.grading.sandbox import SubmissionRefused, copy_submission, socke
 DEFAULT_TIMEOUT = 1800.0
 # nbgrader's reasons when a grading kernel did not start (before any of the student's code ran): tried once more.
 STARTUP_FAILURES = ("before replying to kernel_info", "Kernel didn't respond in")
+# How much of the end of one run's nbgrader log is read for its reason (a log can be as long as a kernel made it).
+LOG_TAIL = 1 * 2**20
 
 
 @dataclass
@@ -100,7 +102,7 @@ class ClassGrader:
                  progress: Callable[[str], None] | None = None):
         self.course = pathlib.Path(course).resolve()
         check_gradebook(self.course)
-        check_student_id(assignment)
+        check_assignment_id(assignment, "the command line")
         self.assignment = assignment
         self.workers = default_workers() if workers is None else workers
         if self.workers < 1:
@@ -108,6 +110,8 @@ class ClassGrader:
         self.notebooks = assignment_notebooks(self.course, assignment)
         found = submitted_students(self.course, assignment)
         if students:
+            for student in students:
+                check_student_id(student, "--student")
             missing = sorted(set(students) - set(found))
             if missing:
                 raise GradingError(f"{self.course / 'submitted'}: no submission of {assignment} from "
@@ -131,7 +135,10 @@ class ClassGrader:
             return Outcome(student, "failed", time.monotonic() - start, message=f"{type(e).__name__}: {e}")
 
     def _grade_one(self, student: str, start: float) -> Outcome:
-        check_student_id(student)
+        try:
+            check_student_id(student, f"{self.course / 'submitted'}")
+        except BadStudentId as e:
+            return Outcome(student, "failed", time.monotonic() - start, message=f"refused: {e}")
         with tempfile.TemporaryDirectory(prefix="labsupport-grade-") as tmp:
             scratch = pathlib.Path(tmp)
 
@@ -158,7 +165,7 @@ class ClassGrader:
             if status != "graded":
                 keep = self.course / ".grading" / "logs" / self.assignment / f"{student}.log"
                 keep.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(scratch / "nbgrader.log", keep)
+                keep.write_text(tail_text(scratch / "nbgrader.log", LOG_TAIL))
             if self._stopping:
                 return Outcome(student, "interrupted", time.monotonic() - start)
             # the merge runs where nbgrader is imported already (a fork of the server), under the gradebook lock
@@ -202,7 +209,7 @@ class ClassGrader:
         finally:
             with self._lock:
                 self._running.pop(student, None)
-        text = (scratch / "nbgrader.log").read_text(errors="replace")
+        text = tail_text(scratch / "nbgrader.log", LOG_TAIL)
         if status == "timed out":
             return status, f"stopped after {self.timeout:g} s"
         errors = [line.split("]", 1)[-1].strip() for line in text.splitlines()
@@ -302,6 +309,17 @@ def _progress_line(name: str, outcome: Outcome, done: int, total: int, running: 
     if left:
         line += f"; about {_duration(eta)} left"
     return line
+
+
+def tail_text(path: pathlib.Path, limit: int) -> str:
+    """The last `limit` bytes of a file as text (all of it when shorter; empty when it is missing)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - limit))
+            return handle.read(limit).decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def record_path(course: pathlib.Path, assignment: str) -> pathlib.Path:

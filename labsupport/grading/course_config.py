@@ -24,13 +24,16 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPrep
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearHiddenTests, ClearOutput,
                                     DeduplicateIds, GetGrades, IgnorePattern, LimitOutput, OverwriteCells,
                                     OverwriteKernelspec, SaveAutoGrades)
-from traitlets import Unicode
+from traitlets import List, Unicode
 
 from labsupport.errors import LabError
-from labsupport.grading.exchange import SafeExchangeCollect
+from labsupport.grading.exchange import HandBackReleaseFeedback, SafeExchangeCollect
+from labsupport.grading.exchange_client import URL_ENV as EXCHANGE_URL_ENV, configure_service_exchange
 from labsupport.grading.execute import GradedExecute, SandboxedKernelManager
-from labsupport.grading.feedback import PicturesAsImages, ShortTestErrors, StudentMarkupAsText
-from labsupport.grading.intake import CheckSubmission
+from labsupport.grading.export import SafeCsvExport
+from labsupport.grading.feedback import (CleanFeedback, FeedbackPage, PicturesAsImages, ShortTestErrors, page_html,
+                                         use_feedback_page)
+from labsupport.grading.intake import CheckSubmission, CleanOutputs, CleanSubmission
 from labsupport.grading.feedback_style import WrapFailureMessages
 from labsupport.i18n import LANGUAGES, VARIABLE
 from labsupport.tasks import STUDENT_ENV, grading_env
@@ -82,6 +85,15 @@ def cell_timeout(cell: dict) -> int:
     return cell_time_limit() * SLOW_CELLS.get(grade_id, 1)
 
 
+def accepting_display_priority(cls: type) -> type:
+    """The preprocessor `cls` under its own name, with nbgrader's `display_data_priority` a setting it takes: the HTML
+    exporter hands every preprocessor that setting, and one that does not take it makes `generate_feedback` warn
+    "Config option `display_data_priority` not recognized" once per preprocessor (nbgrader's GetGrades takes it)."""
+    return type(cls.__name__, (cls,), {"__doc__": cls.__doc__, "__module__": cls.__module__,
+                                        "display_data_priority": List(cls.display_data_priority.default_value)
+                                        .tag(config=True)})
+
+
 def configure(c: Any, root: str | os.PathLike, *, language: str = "en", course_id: str = "k8s-services") -> None:
     """Fill nbgrader's config `c` for the course folder `root` in `language`; LABSUPPORT_COURSE_ID, when set,
     replaces `course_id` (the default id of this edition)."""
@@ -102,11 +114,13 @@ def configure(c: Any, root: str | os.PathLike, *, language: str = "en", course_i
     # autograde refuses and says why; LABSUPPORT_GRADING_SANDBOX=off grades without the sandbox (an instructor's
     # own tests only: grading/README.md).
     # Before anything else, a submitted notebook must be a plain notebook file of this nbgrader's schema (no link
-    # to the source, no foreign metadata that would stop the whole batch): refused for that student alone.
-    c.Autograde.sanitize_preprocessors = [CheckSubmission, ClearOutput, DeduplicateIds,
+    # to the source, no foreign metadata that would stop the whole batch) of a plain student id: refused for that
+    # student alone. Then it is made data (the student's markup text, outputs plain), and so are the outputs of the
+    # graded run: the autograded notebook, which the formgrader, feedback and the report read, is clean.
+    c.Autograde.sanitize_preprocessors = [CheckSubmission, CleanSubmission, ClearOutput, DeduplicateIds,
                                           OverwriteKernelspec, OverwriteCells, CheckCellMetadata]
-    c.Autograde.autograde_preprocessors = [GradedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-                                           SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+    c.Autograde.autograde_preprocessors = [GradedExecute, CleanOutputs, IgnorePattern, ClearMetadataPreprocessor,
+                                           LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     c.GradedExecute.seed = 0
     c.GradedExecute.proxy_mode = "iptables"
     c.GradedExecute.language = language
@@ -132,23 +146,39 @@ def configure(c: Any, root: str | os.PathLike, *, language: str = "en", course_i
     c.ClearSolutions.text_stub = text_stub
 
     # Feedback shows each test's score and message, but not the hidden checks' code, so the course can be reused.
-    # The student's own markup in outputs and answers is sanitized (no script runs in a feedback page or in the
-    # formgrader); the cluster's picture is kept as an image; a failed test's message wraps in its box.
-    c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ShortTestErrors, StudentMarkupAsText,
-                                        PicturesAsImages, CSSHTMLHeaderPreprocessor, WrapFailureMessages]
+    # The notebook is clean already; the page is sanitized again (tables and headings kept, anything else escaped)
+    # and carries a Content-Security-Policy without script; the cluster's picture is kept as an image; a failed
+    # test's message wraps in its box.
+    c.GenerateFeedback.preprocessors = [accepting_display_priority(CleanFeedback), GetGrades] + [
+        accepting_display_priority(p) for p in (
+        ClearHiddenTests, ShortTestErrors, PicturesAsImages)] + [
+        CSSHTMLHeaderPreprocessor, accepting_display_priority(WrapFailureMessages)]
+    c.GenerateFeedback.exporter_class = FeedbackPage
     c.HTMLExporter.sanitize_html = True
+    c.HTMLExporter.filters = {"clean_html": page_html}
+    # grades.csv quotes every field and writes text a spreadsheet would evaluate (=, +, -, @) as text.
+    c.ExportApp.plugin_class = SafeCsvExport
+    use_feedback_page(c, language)      # the page's own words in the course's language
 
     # Students' files must be notebooks with these names; nothing else is copied into the submission.
     c.Autograde.create_student = True
     c.GenerateAssignment.create_assignment = True
 
-    # The exchange that `release_assignment`, `fetch_assignment`, `submit` and `collect` share: nbgrader's default
-    # /srv/nbgrader/exchange (world-writable, sticky bit) unless LABSUPPORT_EXCHANGE names another folder.
-    # `nbgrader collect` refuses links and special files in a submission, and student ids that name a path.
+    # The exchange that `release_assignment`, `fetch_assignment`, `submit` and `collect` share. In a class on a hub
+    # (LABSUPPORT_EXCHANGE_URL, set by `labsupport class up`): the class's exchange service, which files each
+    # hand-in under the hub's login with its own clock. Otherwise nbgrader's folder, /srv/nbgrader/exchange
+    # (world-writable, sticky bit) unless LABSUPPORT_EXCHANGE names another, where `nbgrader collect` reads each
+    # hand-in as data (labsupport.grading.exchange): its owner, its time and its bytes are the server's, a bad
+    # hand-in is refused alone, the copy in submitted/ is clean. `nbgrader release_feedback` leaves out, by name,
+    # submissions that did not come through the exchange.
+    if os.environ.get(EXCHANGE_URL_ENV):
+        configure_service_exchange(c)
+        return
     c.ExchangeFactory.collect = SafeExchangeCollect
+    c.ExchangeFactory.release_feedback = HandBackReleaseFeedback
     if os.environ.get("LABSUPPORT_EXCHANGE"):
         c.Exchange.root = os.environ["LABSUPPORT_EXCHANGE"]
 
 
 __all__ = ["configure", "GradingKernelManager", "CourseConfigError", "cell_timeout",
-           "cell_time_limit", "PINNED_ENV", "DROPPED_ENV", "STUBS", "SLOW_CELLS"]
+           "cell_time_limit", "accepting_display_priority", "PINNED_ENV", "DROPPED_ENV", "STUBS", "SLOW_CELLS"]

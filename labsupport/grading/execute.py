@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import os
-import pathlib
 import resource
 import shutil
 import signal
@@ -27,6 +26,7 @@ import time
 import uuid
 from typing import Any
 
+import zmq
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import ensure_async, run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -36,6 +36,8 @@ from traitlets import Bool, Integer, Unicode
 
 from labsupport.errors import LabError
 from labsupport.grading import answers, rerun
+from labsupport.grading.rerun import graded_task
+from labsupport.grading.rerun_process import RerunProcess, Settings
 from labsupport.i18n import VARIABLE as LANGUAGE_ENV
 from labsupport.i18n import translate
 from labsupport.grading.sandbox import Limits, Sandbox, opted_out, require, socket_base
@@ -47,23 +49,17 @@ KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "LABSUPPORT_BACKEND", "PYDEVD_
             "LABSUPPORT_STUDENT", "LABSUPPORT_COURSE_ID", "LABSUPPORT_LANG")
 
 
-def graded_task(path: str) -> Any:
-    """The task of the student whose notebook is graded in `path` (`…/autograded/<student>/<assignment>`), drawn
-    by the grader itself, so a test checks the values that student was given whatever the kernel says; None
-    for an assignment without variants."""
-    from labsupport.tasks import CATALOG, STUDENT_ENV, draw, grading_env
-    assignment = pathlib.Path(path).resolve().name
-    if assignment not in CATALOG:
-        return None
-    return draw(assignment, grading_env(path).get(STUDENT_ENV))
-
-
 class SandboxedKernelManager(AsyncKernelManager):
     """Starts the kernel inside a `Sandbox` (when one is set), talking over `ipc` sockets in its run folder."""
 
     sandbox: Sandbox | None = None
     lab_socket: str | None = None
     kernel_pid: int | None = None
+    #: The largest message the grader's clients take from the kernel, in bytes (None: no limit). A larger one closes
+    #: the socket it came on for good (zmq's MAXMSGSIZE): the grader never holds it.
+    max_message: int | None = None
+    #: Milliseconds a send to the kernel may wait (a socket closed by an oversized message would wait for ever).
+    send_timeout = 30_000
 
     async def start_kernel(self, **kw: Any) -> None:
         """Start the kernel confined, with a small environment and the lab server's socket."""
@@ -87,6 +83,15 @@ class SandboxedKernelManager(AsyncKernelManager):
         kw["env"] = env
         await super().start_kernel(**kw)
         self.kernel_pid = getattr(self.provisioner, "pid", None)
+
+    def client(self, **kw: Any):
+        """A client of this kernel whose sockets refuse any message over `max_message` bytes and give up a send
+        after `send_timeout`."""
+        kc = super().client(**kw)
+        if self.max_message:
+            kc.context.setsockopt(zmq.MAXMSGSIZE, self.max_message)
+            kc.context.setsockopt(zmq.SNDTIMEO, self.send_timeout)
+        return kc
 
     def write_connection_file(self, **kw: Any) -> None:
         """Write the kernel's connection file, readable by the sandbox's own uid."""
@@ -112,7 +117,7 @@ class LabServerProcess:
     TMPDIR, never the course's) and its own limits; it ends when its stdin closes."""
 
     def __init__(self, student_socket: str, *, seed: int, proxy_mode: str, limits: Limits | None = None,
-                 student_uid: int | None = None, cpu_seconds: int = 3600):
+                 student_uid: int | None = None, cpu_seconds: int = 3600, language: str = ""):
         self.private = tempfile.mkdtemp(prefix="labsupport-grader-", dir=socket_base())
         os.chmod(self.private, 0o700)
         self.grader_socket = os.path.join(self.private, "grader.sock")
@@ -120,6 +125,8 @@ class LabServerProcess:
         limits = limits or Limits.from_env()
         env = {k: v for k, v in os.environ.items() if k in SERVER_ENV}
         env.update(TMPDIR=self.private, HOME=self.private, PYTHONDONTWRITEBYTECODE="1")
+        if language:        # what the server says to the student's kernel (the Lab's card, refusals): the course's
+            env[LANGUAGE_ENV] = language
         argv = [sys.executable, "-m", "labsupport.remote.server", "--student", student_socket,
                 "--grader", self.grader_socket, "--seed", str(seed), "--proxy-mode", proxy_mode]
         if student_uid is not None:
@@ -170,6 +177,8 @@ class GradedExecute(Execute):
     kill_after = Integer(10, help="Seconds an interrupted cell has to stop before its kernel is killed.").tag(
         config=True)
     max_output = Integer(200_000, help="Characters of output one cell keeps; the rest is cut.").tag(config=True)
+    max_message = Integer(16 * 2**20, help="Bytes one message from the kernel may hold (its answers among them); a "
+                                           "larger one is dropped on the wire.").tag(config=True)
     seed = Integer(0, help="The graded cluster's seed.").tag(config=True)
     proxy_mode = Unicode("iptables", help="The graded cluster's kube-proxy mode at start.").tag(config=True)
     sandboxed = Bool(True, help="Run kernels in the sandbox (LABSUPPORT_GRADING_SANDBOX=off turns it off).").tag(
@@ -189,20 +198,31 @@ class GradedExecute(Execute):
         socket_dir = str(self._sandbox.run) if sandboxed else self._scratch
         self._dead = ""
         self._cut: set[int] = set()
-        self._carried: dict[str, Any] = {}
         self._server = None
+        self._rerun = None
         self._watchdog = None
         try:
+            limits = Limits.from_env()
             self._server = LabServerProcess(
-                os.path.join(socket_dir, "lab.sock"), seed=self.seed, proxy_mode=self.proxy_mode,
+                os.path.join(socket_dir, "lab.sock"), seed=self.seed, proxy_mode=self.proxy_mode, limits=limits,
                 student_uid=self._sandbox.uid if self._sandbox is not None else None,
-                cpu_seconds=self.notebook_timeout)
-            self._modules = rerun.imported_modules(cell.source for cell in nb.cells
-                                                   if cell.cell_type == "code" and is_locked(cell))
+                cpu_seconds=self.notebook_timeout, language=self.language)
+            modules = rerun.imported_modules(cell.source for cell in nb.cells
+                                             if cell.cell_type == "code" and is_locked(cell))
+            # the tests run again in a child of the grader's with the kernel's memory limit (their answers are the
+            # student's), started now so that its imports overlap with the kernel's start
+            self._rerun = RerunProcess(Settings(
+                socket_path=self._server.grader_socket, grader_socket=self._server.grader_socket, seed=self.seed,
+                proxy_mode=self.proxy_mode, language=self.language or None, modules=sorted(modules),
+                task_path=path if self._task is not None else None, call_timeout=CALL_TIMEOUT,
+                max_output=self.max_output), memory=limits.memory, cpu_seconds=self.notebook_timeout,
+                folder=self._server.private)
             return super().preprocess(nb, resources, km)
         finally:
             if self._watchdog is not None:
                 self._watchdog.cancel()
+            if self._rerun is not None:
+                self._rerun.close()
             if self._server is not None:
                 self._server.stop()
             if self._sandbox is not None:
@@ -218,6 +238,9 @@ class GradedExecute(Execute):
                            f"{type(km).__name__} (see labsupport/grading/course_config.py)")
         km.sandbox = self._sandbox
         km.lab_socket = self._server.student_socket
+        # every socket of the grader's client drops a message larger than max_message (the kernel's answers, an
+        # output): the grader never holds more of what the kernel says than that at once
+        km.max_message = self.max_message
         self._watchdog = threading.Timer(self.notebook_timeout, self._kill,
                                          args=(self.tr("the notebook ran longer than {seconds} s",
                                                          seconds=self.notebook_timeout),),
@@ -237,6 +260,8 @@ class GradedExecute(Execute):
         self._dead = self._dead or why
         if server and self._server is not None:
             self._server.kill()
+        if server and self._rerun is not None:
+            self._rerun.stop()
         pid = getattr(self.km, "kernel_pid", None)
         if pid:
             try:
@@ -249,7 +274,10 @@ class GradedExecute(Execute):
 
     async def _async_responsive(self, seconds: float) -> bool:
         """Whether the kernel answers a kernel_info request within `seconds`."""
-        msg_id = await ensure_async(self.kc.kernel_info())
+        try:
+            msg_id = await ensure_async(self.kc.kernel_info())
+        except zmq.ZMQError:                # the shell socket is closed (an oversized message): no answer
+            return False
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             try:
@@ -261,15 +289,32 @@ class GradedExecute(Execute):
         return False
 
     async def _async_fetch(self, names: list[str], seconds: float) -> str | None:
-        """The answers `names` as the kernel dumps them (None: the kernel did not say)."""
+        """The answers `names` as the kernel dumps them (None: the kernel did not say, or said more than
+        `max_message` bytes), through a client of its own that is closed afterwards, so an oversized answer closes
+        no socket the notebook still needs."""
         if not names:
             return "{}"
-        msg_id = await ensure_async(self.kc.execute("", silent=True, store_history=False,
-                                                    user_expressions={"answers": answers.expression(names)}))
+        # a session of its own: a client with the notebook client's session id would take over its shell socket's
+        # identity at the kernel, which then replies to the wrong socket
+        session = self.km.session.clone()
+        session.session = uuid.uuid4().hex
+        client = self.km.client(session=session)
+        client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
+        try:
+            return await self._async_fetch_with(client, names, seconds)
+        except zmq.ZMQError:
+            return None
+        finally:
+            client.stop_channels()
+            client.context.destroy(linger=0)
+
+    async def _async_fetch_with(self, client: Any, names: list[str], seconds: float) -> str | None:
+        msg_id = await ensure_async(client.execute("", silent=True, store_history=False,
+                                                   user_expressions={"answers": answers.expression(names)}))
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             try:
-                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=max(0.1, deadline - time.monotonic())))
+                msg = await ensure_async(client.shell_channel.get_msg(timeout=max(0.1, deadline - time.monotonic())))
             except Exception:
                 continue
             if msg["parent_header"].get("msg_id") != msg_id:
@@ -317,6 +362,9 @@ class GradedExecute(Execute):
                 cell, resources = super().preprocess_cell(cell, resources, index)
             except DeadKernelError:
                 self._dead = self._dead or self.tr("the kernel stopped (it crashed or was killed)")
+            except zmq.ZMQError:       # a socket to the kernel closed on a message over max_message
+                self._kill(self.tr("the kernel sent a message larger than {mib} MiB",
+                                   mib=self.max_message // 2**20))
             except CellTimeoutError as e:     # no reply even after the interrupt
                 cell.setdefault("outputs", []).append(NotebookNode(
                     output_type="error", ename="CellTimeoutError", evalue=str(e).splitlines()[0],
@@ -334,15 +382,17 @@ class GradedExecute(Execute):
         """The grader's run of a test cell decides its outputs (and so its score)."""
         source = cell.source
         try:
-            names = [n for n in rerun.free_names(source) if n not in self._carried]
+            names = [n for n in rerun.free_names(source) if n not in self._rerun.bound]
         except SyntaxError:
             names = []
         text = None if self._dead else self.fetch(names, self.kill_after)
-        missing = self._dead or ("" if text is not None else self.tr("the kernel did not hand over the answers"))
-        outcome = rerun.run_test(source, names, text, self._server.grader_socket, self._server.grader,
-                                 seed=self.seed, proxy_mode=self.proxy_mode, missing=missing, task=self._task,
-                                 language=self.language or None, modules=self._modules, carried=self._carried)
-        self._carried.update(outcome.bound)
+        missing = self._dead or ("" if text is not None else self.tr(
+            "the kernel did not hand over the answers (within {seconds} s, and at most {mib} MiB of them)",
+            seconds=self.kill_after, mib=self.max_message // 2**20))
+        seconds = 2 * max(self.timeout_func(cell) if self.timeout_func else self.timeout or 60, CALL_TIMEOUT)
+        outcome = self._rerun.run(source, names, text, missing=missing, seconds=seconds, message=self.tr(
+            "the grader's run of this test went past its limits ({seconds} s, {mib} MiB): the answers it reads are "
+            "too large or too slow to check", seconds=seconds, mib=Limits.from_env().memory // 2**20))
         outputs = []
         if outcome.stdout:
             outputs.append(NotebookNode(output_type="stream", name="stdout", text=outcome.stdout))

@@ -49,6 +49,18 @@ class Outcome:
         return self.ename is None
 
 
+def graded_task(path: str) -> Any:
+    """The task of the student whose notebook is graded in `path` (`…/autograded/<student>/<assignment>`), drawn
+    by the grader itself, so a test checks the values that student was given whatever the kernel says; None
+    for an assignment without variants."""
+    import pathlib
+    from labsupport.tasks import CATALOG, STUDENT_ENV, draw, grading_env
+    assignment = pathlib.Path(path).resolve().name
+    if assignment not in CATALOG:
+        return None
+    return draw(assignment, grading_env(path).get(STUDENT_ENV))
+
+
 def bound_names(source: str) -> set[str]:
     """The names a test cell's source binds at its top level (assignments, imports, definitions)."""
     names: set[str] = set()
@@ -248,5 +260,5 @@ def run_test(source: str, names: list[str], answers_text: str | None, socket_pat
     return outcome
 
 
-__all__ = ["AnswerError", "Outcome", "free_names", "from_plain", "check_served", "load_answers", "run_test",
+__all__ = ["AnswerError", "Outcome", "graded_task", "free_names", "from_plain", "check_served", "load_answers", "run_test",
            "PROVIDED", "environment", "imported_modules", "bound_names"]

@@ -16,7 +16,6 @@ import os
 import pathlib
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -25,14 +24,13 @@ from dataclasses import dataclass
 
 import labsupport
 from labsupport.errors import LabError
+from labsupport.grading.handin import SubmissionRefused, check_submission, copy_submission, regular_file
 
 #: The environment variable of the opt-out.
 OPT_OUT_ENV = "LABSUPPORT_GRADING_SANDBOX"
 #: Prefix of every scratch folder, so leftovers are easy to find.
 PREFIX = "labsupport-grade-"
 CONFINE = pathlib.Path(__file__).with_name("confine.py")
-#: What a copy of a submission leaves out.
-IGNORED = frozenset({".ipynb_checkpoints", "__pycache__"})
 
 
 class SandboxUnavailable(LabError):
@@ -116,57 +114,6 @@ def require() -> None:
                                  + "; ".join(found)
                                  + f". To grade your own test notebooks without it, set {OPT_OUT_ENV}=off "
                                  "(never for students' work: see grading/README.md)")
-
-
-class SubmissionRefused(LabError):
-    """A submission holds something other than regular files and folders (a symlink, a device, a hard link)."""
-
-
-def regular_file(path: pathlib.Path) -> os.stat_result:
-    """The stat of a file a submission may hold: a regular file, not a symlink, with no other name (hard link);
-    SubmissionRefused otherwise."""
-    try:
-        st = os.lstat(path)
-    except OSError as e:
-        raise SubmissionRefused(f"{path}: cannot be read ({e.strerror})") from e
-    if stat.S_ISLNK(st.st_mode):
-        raise SubmissionRefused(f"{path} is a symbolic link: a submission holds regular files only")
-    if not stat.S_ISREG(st.st_mode):
-        raise SubmissionRefused(f"{path} is not a regular file: a submission holds regular files only")
-    if st.st_nlink != 1:
-        raise SubmissionRefused(f"{path} has other names (a hard link): a submission holds its own files only")
-    return st
-
-
-def check_submission(folder: pathlib.Path) -> list[pathlib.Path]:
-    """Every file of a submission folder, refusing (SubmissionRefused) a folder or file that is a symlink or
-    anything but a regular file or folder; checkpoints and caches are left out."""
-    if folder.is_symlink() or not folder.is_dir():
-        raise SubmissionRefused(f"{folder} is not a folder (a symbolic link or a file): refused")
-    files = []
-    for current, dirs, names in os.walk(folder, followlinks=False):
-        dirs[:] = [d for d in dirs if d not in IGNORED]
-        for d in dirs:
-            if os.path.islink(os.path.join(current, d)):
-                raise SubmissionRefused(f"{os.path.join(current, d)} is a symbolic link: a submission holds "
-                                        "regular files only")
-        for name in names:
-            path = pathlib.Path(current, name)
-            regular_file(path)
-            files.append(path)
-    return files
-
-
-def copy_submission(source: pathlib.Path, dest: pathlib.Path) -> None:
-    """Copy a submission's regular files (refusing anything else) into `dest`, reading each without following a
-    link."""
-    for path in check_submission(source):
-        target = dest / path.relative_to(source)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as src, open(target, "wb") as out:
-            shutil.copyfileobj(src, out)
-    dest.mkdir(parents=True, exist_ok=True)
 
 
 def system_binds() -> list[str]:

@@ -38,8 +38,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cluster.add_argument("--token-expiry", default="24h",
                          help="how long each student's token lasts: 90m, 12h, 7d (default 24h; run again for new "
                               "tokens)")
-    cluster.add_argument("--delete", action="store_true", help="delete every namespace of the class (and the "
-                                                               "kubeconfigs in --out)")
+    cluster.add_argument("--server", metavar="URL", help="the API server address the students' kubeconfigs name "
+                                                         "(default: the admin's; where that is this machine's "
+                                                         "127.0.0.1, the address the API server listens on)")
+    cluster.add_argument("--pod-cidr", action="append", metavar="CIDR",
+                         help="the cluster's pod network, for the NetworkPolicies (default: what kube-proxy's "
+                              "configuration or the nodes say; repeatable)")
+    cluster.add_argument("--load-balancer-pool", metavar="CIDR",
+                         help="addresses to share out among the students, a block each, which their LoadBalancer "
+                              "Services may ask for (spec.loadBalancerIP); without it they may ask for none")
+    cluster.add_argument("--load-balancer-ips", type=int, metavar="N",
+                         help="how many addresses each student's block holds (default: the quota's LoadBalancers, 4)")
+    cluster.add_argument("--allow-missing-guard", action="append", default=[], metavar="GUARD",
+                         help="make the class even though the cluster does not enforce this guard (pod-security, "
+                              "pod-defaults, service-addresses, network-policy): students may then reach outside "
+                              "their namespace; repeatable, and said loudly")
+    cluster.add_argument("--delete", action="store_true", help="delete every namespace and binding of the class "
+                                                               "(and the kubeconfigs in --out)")
     cluster.set_defaults(func=cmd_cluster)
 
 
@@ -93,7 +108,9 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         else:
             raise ClassClusterError(tr("name the students: --roster FILE.csv or --students N"))
         lines = make_class(students, args.kubeconfig, args.out, class_name=args.class_name,
-                           token_seconds=parse_duration(args.token_expiry), context=args.context)
+                           token_seconds=parse_duration(args.token_expiry), context=args.context,
+                           server=args.server, pod_cidrs=args.pod_cidr, load_balancer_pool=args.load_balancer_pool,
+                           load_balancer_ips=args.load_balancer_ips, allow_missing=args.allow_missing_guard)
     for line in lines:
         print(line)
     return 0
@@ -103,4 +120,4 @@ def _print(state) -> None:
     print(f"class hub: {state.url}  (state: {state.path}, root only)")
     print(f"instructor: {state.instructor}  course: {state.course}")
     print(f"students: {', '.join(state.students)}")
-    print(f"exchange: {state.exchange}")
+    print(f"exchange: the hub's service {state.url}/services/exchange/ (store {state.exchange}, its account's only)")

@@ -12,6 +12,7 @@ nbgrader's `nbgrader db student import` CSV), or takes the students of `numbered
 from __future__ import annotations
 
 import csv
+import os
 import pathlib
 import pwd
 import re
@@ -27,6 +28,9 @@ PREFIX = "labclass-"
 COMMENT = "labsupport class account"
 #: A Unix user name useradd accepts on every distribution (lower case, no dot), with the prefix.
 NAME = re.compile(r"^labclass-[a-z0-9][a-z0-9_-]{0,22}$")
+#: The account the class's exchange service runs as: it alone may enter the exchange's store, and nobody logs in
+#: as it.
+EXCHANGE_ACCOUNT = PREFIX + "exchange"
 
 
 class RosterError(LabError, ValueError):
@@ -46,6 +50,8 @@ class Roster:
                 raise RosterError(f"roster: {name!r} is not a class account name (it must match {NAME.pattern})")
         if len(set(self.students)) != len(self.students) or self.instructor in self.students:
             raise RosterError("roster: every account name must appear once")
+        if EXCHANGE_ACCOUNT in self.everyone:
+            raise RosterError(f"roster: {EXCHANGE_ACCOUNT} is the exchange service's account, not a member's")
 
     @property
     def everyone(self) -> list[str]:
@@ -141,6 +147,19 @@ def create_account(name: str, home: pathlib.Path, password: str) -> None:
     _run(["chpasswd"], stdin=f"{name}:{password}\n")
 
 
+def create_service_account(name: str, home: pathlib.Path) -> None:
+    """A Unix user `name` with its own group that nobody logs in as (no password, no shell), whose home is the
+    existing folder `home`, made its own and closed to everyone else."""
+    if account_exists(name):
+        raise RosterError(f"the Unix user {name} exists already: `labsupport class down` (or `labsupport clean`) "
+                          "removes what an earlier class left")
+    _run(["useradd", "--no-create-home", "--home-dir", str(home), "--user-group", "--shell", "/usr/sbin/nologin",
+          "--comment", COMMENT, name])
+    entry = pwd.getpwnam(name)
+    os.chown(home, entry.pw_uid, entry.pw_gid)
+    home.chmod(0o700)
+
+
 def delete_account(name: str) -> None:
     """Remove the Unix user `name` and its group (its home is removed by whoever made it); missing is fine."""
     if not name.startswith(PREFIX):
@@ -157,5 +176,6 @@ def _run(argv: list[str], stdin: str | None = None) -> None:
         raise RosterError(f"{argv[0]} failed ({proc.returncode}): {proc.stderr.strip()}")
 
 
-__all__ = ["PREFIX", "COMMENT", "Roster", "RosterError", "Student", "STUDENT_ID", "read_roster", "numbered_roster", "class_accounts", "create_account",
-           "delete_account", "account_exists"]
+__all__ = ["PREFIX", "COMMENT", "EXCHANGE_ACCOUNT", "Roster", "RosterError", "Student", "STUDENT_ID", "read_roster",
+           "numbered_roster", "class_accounts", "create_account", "create_service_account", "delete_account",
+           "account_exists"]

@@ -16,6 +16,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -23,8 +24,9 @@ import urllib.request
 
 from labsupport.errors import LabError
 from labsupport.hub.proxy_install import PROJECT, ensure_proxy, proxy_program
-from labsupport.hub.roster import COMMENT, Roster, class_accounts, create_account, delete_account
-from labsupport.hub.state import ClassState, read_state, state_dir
+from labsupport.hub.roster import (COMMENT, EXCHANGE_ACCOUNT, PREFIX, Roster, class_accounts, create_account,
+                                    create_service_account, delete_account)
+from labsupport.hub.state import RUNTIME_ROOT, ClassState, read_state, state_dir
 
 #: The course a class installs for its instructor: the English course of this project.
 COURSE = PROJECT / "grading"
@@ -88,7 +90,8 @@ def up(roster: Roster, directory: pathlib.Path | None = None, course: pathlib.Pa
     proxy = ensure_proxy()
     state = ClassState(directory=str(directory), instructor=roster.instructor, students=list(roster.students),
                        course_id=course_id, api_token=secrets.token_hex(32), password=secrets.token_urlsafe(12),
-                       proxy=str(proxy), ports={"hub": free_port(), "hub-api": free_port(), "proxy-api": free_port()})
+                       proxy=str(proxy), ports={"hub": free_port(), "hub-api": free_port(), "proxy-api": free_port(),
+                                                "exchange": free_port()})
     state.url = f"http://127.0.0.1:{state.ports['hub']}"
     if not directory.exists():
         state.folders.append(str(directory))
@@ -104,6 +107,7 @@ def up(roster: Roster, directory: pathlib.Path | None = None, course: pathlib.Pa
             state.accounts.append(account)
             state.save()
             create_account(account, state.home(account), state.password)
+            _make_runtime(state, account)
         _make_exchange(state)
         _install_course(state, course, course_id)
         _write_configs(state)
@@ -127,39 +131,72 @@ def _chown_tree(path: pathlib.Path, account: str) -> None:
             os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
 
 
+def _make_runtime(state: ClassState, account: str) -> None:
+    """The account's private runtime folder, where its kernels' Unix sockets live (mode 0700, its own), in a
+    folder of root's that nobody else can have made first."""
+    root = state.runtime(account).parent
+    root.mkdir(mode=0o755, exist_ok=True)
+    st = os.lstat(root)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+        raise ClassError(f"{root} must be a folder of root's that only root may write: remove it and run again")
+    folder = state.runtime(account)
+    state.folders.append(str(folder))
+    state.save()
+    folder.mkdir(mode=0o700)
+    uid, gid = _owner(account)
+    os.chown(folder, uid, gid)
+
+
 def _make_exchange(state: ClassState) -> None:
-    """nbgrader's exchange root as nbgrader wants it (everyone may write, sticky like /tmp). `release` makes the
-    course's outbound in it (readable by all) and inbound (students may add, only the instructor may list); a
-    submission is a folder with a random name there, which no classmate can list."""
-    state.exchange.mkdir()
-    state.exchange.chmod(0o1777)
+    """The exchange service's store and the account it runs as, which alone may enter it (mode 0700): no member
+    of the class reads, writes or links anything there; they reach it only through the service."""
+    state.exchange.mkdir(mode=0o700)
+    state.accounts.append(EXCHANGE_ACCOUNT)
+    state.save()
+    create_service_account(EXCHANGE_ACCOUNT, state.exchange)
 
 
 def _install_course(state: ClassState, course: pathlib.Path, course_id: str) -> None:
-    """A copy of the course (its config and source/) in the instructor's private home."""
+    """A copy of the course (its config and source/) in the instructor's private home, its config pointed at the
+    class's exchange service (so nbgrader finds it from any shell of the instructor's)."""
     target = state.course
     target.mkdir()
     shutil.copy(course / "nbgrader_config.py", target / "nbgrader_config.py")
+    with open(target / "nbgrader_config.py", "a") as config:
+        config.write("\n# The class's exchange service (labsupport class up): nbgrader reaches it with the hub token "
+                     "in JUPYTERHUB_API_TOKEN.\n"
+                     "from labsupport.grading.exchange_client import configure_service_exchange  # noqa: E402\n"
+                     f"configure_service_exchange(c, {state.exchange_url!r})\n")
     shutil.copytree(course / "source", target / "source", symlinks=False,
                     ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
     _chown_tree(target, state.instructor)
 
 
 def _write_configs(state: ClassState) -> None:
-    """The Jupyter configuration each role's server reads besides its user's own."""
-    from labsupport.hub.hub_config import config_dir
+    """The Jupyter configuration each role's server reads besides its user's own: nbgrader's course and exchange,
+    and the server's own settings (kernels over Unix sockets; a student's Content-Security-Policy)."""
+    from labsupport.grading.exchange_client import CLASSES
+    from labsupport.hub.hub_config import config_dir, server_config
     student = config_dir(state, "student")
     student.mkdir(parents=True)
+    exchange = {trait: f"{cls.__module__}.{cls.__qualname__}" for trait, cls in CLASSES.items()}
     (student / "nbgrader_config.json").write_text(json.dumps(
-        {"CourseDirectory": {"course_id": state.course_id}, "Exchange": {"root": str(state.exchange)}}, indent=1))
+        {"CourseDirectory": {"course_id": state.course_id}, "ExchangeFactory": exchange,
+         "ServiceExchange": {"url": state.exchange_url}}, indent=1))
     instructor = config_dir(state, "instructor")
     instructor.mkdir(parents=True)
     (instructor / "nbgrader_config.py").write_text(
         "from labsupport.grading.course_config import configure\n"
-        f"configure(get_config(), {str(state.course)!r}, course_id={state.course_id!r})\n")
+        "from labsupport.grading.exchange_client import configure_service_exchange\n"
+        f"configure(get_config(), {str(state.course)!r}, course_id={state.course_id!r})\n"
+        f"configure_service_exchange(get_config(), {state.exchange_url!r})\n")
+    written = [student / "nbgrader_config.json", instructor / "nbgrader_config.py"]
+    for role, folder in (("student", student), ("instructor", instructor)):
+        (folder / "jupyter_server_config.json").write_text(json.dumps(server_config(role), indent=1))
+        written.append(folder / "jupyter_server_config.json")
     for folder in (student, instructor, student.parent):
         folder.chmod(0o755)
-    for path in (student / "nbgrader_config.json", instructor / "nbgrader_config.py"):
+    for path in written:
         path.chmod(0o644)
     (pathlib.Path(state.directory) / "hub" / "jupyterhub_config.py").write_text(
         "from labsupport.hub.hub_config import configure\n"
@@ -251,8 +288,14 @@ def processes_of(accounts: list[str]) -> list[int]:
 def down(state: ClassState) -> list[str]:
     """Stop the hub, the proxy and every server, delete the accounts and the folders of `state`; say what went."""
     said = []
-    ours = [pid for name, pid in state.pids.items()
-            if alive(pid) and ("jupyterhub" if name == "hub" else "configurable-http-proxy") in _cmdline(pid)]
+    # the hub starts its proxy again when it finds it gone: the one its pid file names now, and the one it started with
+    proxies = {state.pids.get("proxy")}
+    try:
+        proxies.add(int((pathlib.Path(state.directory) / "hub" / "proxy.pid").read_text().strip()))
+    except (OSError, ValueError):
+        pass
+    wanted = [(state.pids.get("hub"), "jupyterhub")] + [(pid, "configurable-http-proxy") for pid in proxies]
+    ours = [pid for pid, program in wanted if pid and alive(pid) and program in _cmdline(pid)]
     if ours:
         _stop(ours)
         said.append(f"stopped the class's hub and proxy (pids {', '.join(map(str, ours))})")
@@ -309,6 +352,11 @@ def clean(directories: list[pathlib.Path] | None = None) -> list[str]:
         if entry.pw_gecos == COMMENT and pathlib.Path(entry.pw_dir).is_dir():
             shutil.rmtree(entry.pw_dir, ignore_errors=True)
         said.append(f"deleted the leftover class account {account}")
+    runtime = pathlib.Path(RUNTIME_ROOT)
+    if runtime.is_dir() and not runtime.is_symlink():
+        for folder in sorted(runtime.glob(PREFIX + "*")):
+            shutil.rmtree(folder, ignore_errors=True)
+            said.append(f"removed the leftover runtime folder {folder}")
     return said
 
 
@@ -318,17 +366,20 @@ def account_env(state: ClassState, account: str) -> dict[str, str]:
     entry = pwd.getpwnam(account)
     return {"HOME": entry.pw_dir, "USER": account, "LOGNAME": account, "SHELL": "/bin/bash",
             "PATH": os.pathsep.join([str(pathlib.Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
-            "LANG": "C.UTF-8", "LABSUPPORT_EXCHANGE": str(state.exchange), "LABSUPPORT_BACKEND": "sim"}
+            "LANG": "C.UTF-8", "LABSUPPORT_EXCHANGE_URL": state.exchange_url, "LABSUPPORT_BACKEND": "sim",
+            "JUPYTER_RUNTIME_DIR": str(state.runtime(account))}
 
 
 def run_as(state: ClassState, account: str, argv: list[str], cwd: pathlib.Path | None = None,
-           timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run `argv` as the Unix user `account` (no root left: `runuser`), in `cwd` (default: their home)."""
+           timeout: float = 900, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run `argv` as the Unix user `account` (no root left: `runuser`), in `cwd` (default: their home), with
+    `env` added to their shell's environment (a hub token, say)."""
     if account not in state.accounts:
         raise ClassError(f"{account} is not an account of this class")
     entry = pwd.getpwnam(account)
     return subprocess.run(["runuser", "-u", account, "--", "env", "-i",
-                           *(f"{k}={v}" for k, v in account_env(state, account).items()), *argv],
+                           *(f"{k}={v}" for k, v in {**account_env(state, account), **(env or {})}.items()),
+                           *argv],
                           cwd=cwd or entry.pw_dir, capture_output=True, text=True, timeout=timeout)
 
 

@@ -14,6 +14,9 @@ from labsupport.errors import LabError
 
 #: Where a class keeps its state unless LABSUPPORT_CLASS_DIR or `--state-dir` names another folder.
 DEFAULT_DIR = "/srv/labsupport-class"
+#: Where each member's private runtime folder lies (their kernels' Unix sockets and connection files): a short path
+#: in a folder only root may write, because a Unix socket's path may be 107 bytes at most.
+RUNTIME_ROOT = "/run/labsupport-class"
 STATE_FILE = "class.json"
 
 
@@ -49,12 +52,21 @@ class ClassState:
 
     @property
     def exchange(self) -> pathlib.Path:
-        """nbgrader's exchange folder of this class."""
+        """The exchange service's store: every release, hand-in and feedback of the class (its account's alone)."""
         return pathlib.Path(self.directory) / "exchange"
+
+    @property
+    def exchange_url(self) -> str:
+        """Where the members' nbgrader reaches the exchange service (its own address on 127.0.0.1)."""
+        return f"http://127.0.0.1:{self.ports['exchange']}/services/exchange"
 
     def home(self, account: str) -> pathlib.Path:
         """The home folder of one account."""
         return pathlib.Path(self.directory) / "home" / account
+
+    def runtime(self, account: str) -> pathlib.Path:
+        """The private runtime folder of one account (JUPYTER_RUNTIME_DIR of their servers and kernels)."""
+        return pathlib.Path(RUNTIME_ROOT) / account
 
     @property
     def course(self) -> pathlib.Path:
@@ -82,4 +94,4 @@ def read_state(directory: pathlib.Path) -> ClassState | None:
         raise ClassStateError(f"{path}: not a class state file ({e}); remove it by hand") from e
 
 
-__all__ = ["ClassState", "ClassStateError", "read_state", "state_dir", "DEFAULT_DIR", "STATE_FILE"]
+__all__ = ["ClassState", "ClassStateError", "read_state", "state_dir", "DEFAULT_DIR", "STATE_FILE", "RUNTIME_ROOT"]

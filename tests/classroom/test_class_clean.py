@@ -57,6 +57,7 @@ def test_clean_removes_what_a_killed_class_left():
         shutil.rmtree(directory, ignore_errors=True)
 
 
+@pytest.mark.classroom
 def test_clean_stops_a_proxy_no_state_file_names(tmp_path):
     require(missing(), "classroom")
     from labsupport.hub.proxy_install import ensure_proxy

@@ -61,13 +61,16 @@ def test_an_empty_or_missing_roster_is_refused(tmp_path):
 def test_each_student_gets_a_labelled_namespace_an_account_the_role_and_limits():
     objects = cluster.student_objects("alice", "autumn")
     assert [o["kind"] for o in objects] == ["Namespace", "ServiceAccount", "Role", "RoleBinding", "ResourceQuota",
-                                            "LimitRange"]
+                                            "LimitRange"] + ["NetworkPolicy"] * 5 + ["ClusterRoleBinding"]
     assert objects[0]["metadata"]["name"] == "lab-alice" and "namespace" not in objects[0]["metadata"]
+    owner = {"app.kubernetes.io/managed-by": "labsupport", "labsupport.dev/class": "autumn",
+             "labsupport.dev/student": "alice"}
+    assert objects[0]["metadata"]["labels"] == {**owner, "pod-security.kubernetes.io/enforce": "restricted",
+                                                "pod-security.kubernetes.io/enforce-version": "latest"}
     for obj in objects:
-        assert obj["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "labsupport",
-                                             "labsupport.dev/class": "autumn", "labsupport.dev/student": "alice"}
+        assert obj["metadata"]["labels"].items() >= owner.items()
         assert cluster.RESOURCES[obj["kind"]].namespaced == ("namespace" in obj["metadata"])
-        if obj["kind"] != "Namespace":
+        if cluster.RESOURCES[obj["kind"]].namespaced:
             assert obj["metadata"]["namespace"] == "lab-alice"
     role, binding = objects[2], objects[3]
     assert role["rules"] == role_rules()
@@ -257,3 +260,307 @@ def test_a_folder_of_another_class_is_refused_before_the_cluster_is_asked(tmp_pa
 ])
 def test_the_graded_cluster_is_read_whole_and_written_in_the_students_namespaces(attrs, refusal):
     assert POLICY.refusal(attrs) == refusal
+
+
+# --- the guards: Pod Security, the admission policies, NetworkPolicies, the nodes, the checks ------------------------
+from labsupport.hub import guards  # noqa: E402
+
+
+def _policies(objects: list[dict]) -> dict[str, dict]:
+    return {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "NetworkPolicy"}
+
+
+def test_a_student_namespace_denies_everything_but_what_the_lessons_need():
+    objects = cluster.student_objects("alice", "autumn", pod_cidrs=["10.244.0.0/16", "10.250.0.0/16"])
+    policies = _policies(objects)
+    assert policies["lab-default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    same = policies["lab-allow-same-namespace"]
+    assert same["ingress"] == [{"from": [{"podSelector": {}}]}] and same["egress"] == [{"to": [{"podSelector": {}}]}]
+    dns = policies["lab-allow-dns"]
+    assert dns["policyTypes"] == ["Egress"] and "ingress" not in dns
+    assert dns["egress"] == [{"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]
+    outside = policies["lab-allow-from-outside"]
+    assert outside["policyTypes"] == ["Ingress"], "NodePort and LoadBalancer traffic in; nothing more out"
+    assert outside["ingress"] == [{"from": [{"ipBlock": {"cidr": "0.0.0.0/0",
+                                                         "except": ["10.244.0.0/16", "10.250.0.0/16"]}}]}]
+    server = policies["lab-allow-student-server"]
+    assert server["podSelector"] == {"matchLabels": {"component": "singleuser-server"}}
+    others = {"namespaceSelector": {"matchExpressions": [{"key": "labsupport.dev/student",
+                                                          "operator": "DoesNotExist"}]}}
+    assert server["ingress"] == [{"from": [others]}]
+    assert server["egress"] == [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": [
+        "10.244.0.0/16", "10.250.0.0/16", "169.254.0.0/16"]}}, others]}]
+    # no policy lets another student's pods in: only the namespace's own pods, and addresses outside the pod network
+    for spec in policies.values():
+        for rule in spec.get("ingress") or []:
+            for peer in rule["from"]:
+                assert peer in ({"podSelector": {}}, others) or "10.244.0.0/16" in peer["ipBlock"]["except"], peer
+
+
+def test_a_student_may_read_the_nodes_and_nothing_else_cluster_wide():
+    objects = cluster.student_objects("alice", "autumn")
+    [binding] = [o for o in objects if o["kind"] == "ClusterRoleBinding"]
+    assert binding["metadata"]["name"] == "lab-alice-nodes"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "student", "namespace": "lab-alice"}]
+    assert binding["roleRef"]["name"] == guards.NODE_READER
+    [reader] = [o for o in guards.cluster_objects({}) if o["kind"] == "ClusterRole"]
+    assert reader["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
+
+
+def test_a_namespace_carries_its_load_balancer_block():
+    namespace = cluster.student_objects("alice", "autumn", load_balancer_ips="172.30.255.192/30")[0]
+    assert namespace["metadata"]["annotations"] == {"labsupport.dev/load-balancer-ips": "172.30.255.192/30"}
+    assert "annotations" not in cluster.student_objects("alice", "autumn")[0]["metadata"]
+
+
+def test_the_admission_policies_bind_to_student_namespaces_only():
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in guards.cluster_objects({"a": "b"})}
+    selector = {"matchExpressions": [{"key": "labsupport.dev/student", "operator": "Exists"}]}
+    mutating = objects[("MutatingAdmissionPolicyBinding", guards.POD_DEFAULTS)]["spec"]
+    validating = objects[("ValidatingAdmissionPolicyBinding", guards.SERVICE_RULES)]["spec"]
+    assert mutating["matchResources"]["namespaceSelector"] == validating["matchResources"]["namespaceSelector"] \
+        == selector
+    assert validating["validationActions"] == ["Deny"]
+    policy = objects[("MutatingAdmissionPolicy", guards.POD_DEFAULTS)]["spec"]
+    assert policy["failurePolicy"] == "Fail"
+    assert policy["matchConstraints"]["resourceRules"][0]["operations"] == ["CREATE"]
+    assert [m["patchType"] for m in policy["mutations"]] == ["ApplyConfiguration", "ApplyConfiguration", "JSONPatch",
+                                                             "JSONPatch"]
+    pod, init, capabilities, sysctl = guards.pod_defaults_expressions()
+    # every default keeps what the pod says (Pod Security then judges it) and fills in only what it does not say
+    for field, default in (("object.spec.securityContext.runAsNonRoot", "true"),
+                           ("object.spec.securityContext.seccompProfile.type", '"RuntimeDefault"')):
+        assert f"? {field} : {default})" in pod
+    assert "? c.securityContext.allowPrivilegeEscalation : (has(c.securityContext) && (" in pod, \
+        "privileged or CAP_SYS_ADMIN containers are not told they do not escalate (the API server would refuse)"
+    assert "initContainers" in init and init.endswith(": Object{}")
+    # the atomic list `drop` is set by a JSON patch, where no capability is dropped, keeping what is added
+    assert capabilities.count("transformList(i, c, !has(c.securityContext.capabilities), ") == 2
+    assert capabilities.count("!has(c.securityContext.capabilities.drop), ") == 2
+    assert '"net.ipv4.ip_unprivileged_port_start", value: "0"' in sysctl and sysctl.index("? []") < sysctl.index("add")
+    assert "object.spec.hostNetwork) ? []" in sysctl, "a hostNetwork pod may not set the sysctl"
+    assert all(o["metadata"]["labels"] == {"a": "b"} for o in objects.values())
+
+
+def test_the_service_rules_refuse_external_ips_and_foreign_load_balancer_addresses():
+    no_external, own_address = guards.service_validations()
+    assert no_external["expression"] == "!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0"
+    assert "CVE-2020-8554" in no_external["message"]
+    assert "cidr(namespaceObject.metadata.annotations['labsupport.dev/load-balancer-ips'])" \
+           ".containsIP(object.spec.loadBalancerIP)" in own_address["expression"]
+    assert own_address["expression"].startswith("!has(object.spec.loadBalancerIP) || "
+                                                "object.spec.loadBalancerIP == '' || (isIP(")
+
+
+@pytest.mark.parametrize("config, nodes, cidrs", [
+    ({"clusterCIDR": "10.244.0.0/16"}, [], ["10.244.0.0/16"]),
+    ({"clusterCIDR": "10.1.0.0/16,fd00::/48"}, [], ["10.1.0.0/16"]),
+    ({}, [{"spec": {"podCIDR": "10.2.0.0/24"}}, {"spec": {"podCIDRs": ["10.2.1.0/24", "fd00::/64"]}},
+          {"spec": {"podCIDR": "10.9.0.0/24"}}], ["10.2.0.0/23", "10.9.0.0/24"]),
+    (None, [{"spec": {}}], []),
+])
+def test_the_pod_network_comes_from_kube_proxy_or_the_nodes(config, nodes, cidrs):
+    assert guards.pod_cidrs_of(config, nodes) == cidrs
+
+
+def test_load_balancer_blocks_are_kept_and_shared_out_lowest_first():
+    existing = {"lab-bob": "172.30.255.196/30", "other-team": "172.30.255.192/30"}
+    found = cluster.load_balancer_allocations(existing, ["alice", "bob", "carol"], "172.30.255.192/28", 4)
+    assert found == {"lab-bob": "172.30.255.196/30", "lab-alice": "172.30.255.200/30",
+                     "lab-carol": "172.30.255.204/30"}
+    assert cluster.load_balancer_allocations(existing, ["alice", "bob"], None, 4) == {"lab-bob": "172.30.255.196/30"}
+    assert guards.load_balancer_blocks("172.30.255.0/29", 3, []) == ["172.30.255.0/30", "172.30.255.4/30"]
+    with pytest.raises(cluster.ClassClusterError, match="has 2 free blocks of 4 addresses, and 3 students need one"):
+        cluster.load_balancer_allocations(existing, ["alice", "carol", "dave"], "172.30.255.192/28", 4)
+    with pytest.raises(cluster.ClassClusterError, match="--load-balancer-pool 'nope' is not an IPv4 CIDR"):
+        cluster.load_balancer_allocations({}, ["alice"], "nope", 4)
+
+
+class FakeClient:
+    """The few requests the guard checks make, answered from a table of outcomes."""
+
+    def __init__(self, **answers):
+        self.answers = answers
+        self.requests: list[tuple[str, str, dict | None]] = []
+        self.applied: list[dict] = []
+        self.deleted: list[str] = []
+
+    def request(self, method, path, body=None, *, query=(), allow=(), **_):
+        self.requests.append((method, path, body))
+        name = (body or {}).get("metadata", {}).get("name", "")
+        if path.endswith("/daemonsets"):
+            return 200, {"items": self.answers.get("daemonsets", [])}
+        if path.endswith("/endpointslices"):
+            return 200, {"items": self.answers.get("endpointslices", [])}
+        return self.answers[name]
+
+    api_endpoints = cluster.ClusterClient.api_endpoints   # the real one, over the requests above
+
+    def apply(self, obj):
+        if obj["kind"] == "MutatingAdmissionPolicy" and self.answers.get("no_map"):
+            raise cluster.ClassClusterError("PATCH /apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies/x "
+                                            "failed (404): the server could not find the requested resource")
+        self.applied.append(obj)
+        return obj
+
+    def delete_namespace(self, name):
+        self.deleted.append(name)
+
+
+ROUTER = {"metadata": {"name": "kube-router", "namespace": "kube-system"},
+          "spec": {"template": {"spec": {"containers": [{"image": "docker.io/labsupport/kube-router:v2.1.0"}]}}}}
+DEFAULTED = {"spec": {"securityContext": {"runAsNonRoot": True},
+                      "containers": [{"securityContext": {"allowPrivilegeEscalation": False}}]}}
+REFUSED_BY_PSS = (403, {"message": 'pods "guard-privileged" is forbidden: violates PodSecurity "restricted:latest"'})
+
+
+def _guarded_cluster(**overrides) -> FakeClient:
+    answers = {"guard-privileged": REFUSED_BY_PSS, "guard-defaults": (201, DEFAULTED),
+               "guard-external-ip": (403, {"message": "denied"}), "guard-balancer-ip": (403, {"message": "denied"}),
+               "daemonsets": [ROUTER]}
+    return FakeClient(**{**answers, **overrides})
+
+
+def test_a_cluster_that_enforces_every_guard_makes_a_class_quietly():
+    client = _guarded_cluster()
+    assert cluster.guarded(client, settle=0) == []
+    kinds = [o["kind"] for o in client.applied]
+    assert kinds[:1] == ["ClusterRole"] and "MutatingAdmissionPolicy" in kinds and "Namespace" in kinds
+    [probe] = [o for o in client.applied if o["kind"] == "Namespace"]
+    assert probe["metadata"]["name"].startswith(cluster.PROBE_PREFIX)
+    assert probe["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert client.deleted == [probe["metadata"]["name"]], "the probe namespace goes, whatever happened"
+    dry_runs = [r for r in client.requests if r[0] == "POST"]
+    assert dry_runs and all(r[1].startswith(f"/api/v1/namespaces/{probe['metadata']['name']}/") for r in dry_runs)
+
+
+@pytest.mark.parametrize("overrides, guard, words", [
+    ({"guard-privileged": (201, {})}, "pod-security", "does not enforce Pod Security"),
+    ({"guard-defaults": (403, {"message": "violates PodSecurity"})}, "pod-defaults", "did not get the restricted"),
+    ({"no_map": True}, "pod-defaults", "does not serve MutatingAdmissionPolicy"),
+    ({"guard-external-ip": (201, {})}, "service-addresses", "CVE-2020-8554"),
+    ({"guard-balancer-ip": (201, {})}, "service-addresses", "a classmate's"),
+    ({"daemonsets": []}, "network-policy", "no DaemonSet of a NetworkPolicy enforcer"),
+])
+def test_a_missing_guard_stops_the_class_unless_allowed_and_then_it_is_loud(overrides, guard, words):
+    with pytest.raises(cluster.ClassClusterError) as err:
+        cluster.guarded(_guarded_cluster(**overrides), settle=0)
+    text = str(err.value)
+    assert text.startswith("this cluster does not keep students inside their namespaces, so no class was made")
+    assert f"  - {guard}: " in text and words in text and "--allow-missing-guard NAME" in text
+    [warning] = cluster.guarded(_guarded_cluster(**overrides), [guard], settle=0)
+    assert warning.startswith(f"WARNING: the guard {guard} is missing and you allowed it: ") and words in warning
+    with pytest.raises(cluster.ClassClusterError, match="--allow-missing-guard pod-safety: no such guard"):
+        cluster.guarded(_guarded_cluster(), ["pod-safety"], settle=0)
+
+
+def test_network_policy_enforcers_are_known_by_name_or_image():
+    calico = {"metadata": {"name": "calico-node", "namespace": "calico-system"}, "spec": {}}
+    renamed = {"metadata": {"name": "netpol", "namespace": "kube-system"},
+               "spec": {"template": {"spec": {"containers": [{"image": "quay.io/cilium/cilium:v1.18.0"}]}}}}
+    proxy = {"metadata": {"name": "kube-proxy", "namespace": "kube-system"},
+             "spec": {"template": {"spec": {"containers": [{"image": "registry.k8s.io/kube-proxy:v1.37.2"}]}}}}
+    assert guards.policy_enforcers([calico, renamed, proxy, ROUTER]) == [
+        "calico-system/calico-node", "kube-system/netpol", "kube-system/kube-router"]
+    assert guards.policy_enforcers([proxy]) == []
+
+
+def test_students_get_an_api_server_address_that_works_from_elsewhere():
+    slices = [{"ports": [{"name": "https", "port": 6443}], "endpoints": [{"addresses": ["172.30.0.4"]}]}]
+    client = FakeClient(endpointslices=slices)
+    assert cluster.student_server("https://10.0.0.5:6443", client) == ("https://10.0.0.5:6443", None)
+    server, note = cluster.student_server("https://127.0.0.1:40123", client)
+    assert server == "https://172.30.0.4:6443" and "works on this machine only" in note
+    assert cluster.student_server("https://127.0.0.1:40123", client, "https://lab.example:6443") == \
+        ("https://lab.example:6443", None)
+    assert cluster.student_server("https://localhost:1", FakeClient())[1].endswith(
+        "give --server with an address the students reach")
+    with pytest.raises(cluster.ClassClusterError, match="--server 'lab.example': give the API server's URL"):
+        cluster.student_server("https://127.0.0.1:1", client, "lab.example")
+
+
+def test_the_command_takes_the_guards_options(tmp_path, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(cluster, "make_class", lambda students, *a, **kw: seen.update(kw, students=students) or [])
+    roster = write(tmp_path, "id\nalice\n")
+    assert cli.main(["class", "cluster", "--roster", str(roster), "--kubeconfig", "k", "--out", str(tmp_path / "o"),
+                     "--server", "https://h:6443", "--pod-cidr", "10.1.0.0/16", "--pod-cidr", "10.2.0.0/16",
+                     "--load-balancer-pool", "172.30.255.192/26", "--load-balancer-ips", "2",
+                     "--allow-missing-guard", "network-policy"]) == 0
+    assert seen["server"] == "https://h:6443" and seen["pod_cidrs"] == ["10.1.0.0/16", "10.2.0.0/16"]
+    assert seen["load_balancer_pool"] == "172.30.255.192/26" and seen["load_balancer_ips"] == 2
+    assert seen["allow_missing"] == ["network-policy"] and seen["students"] == ["alice"]
+
+
+def test_doctests_of_the_guards_and_the_class():
+    import doctest
+    assert doctest.testmod(guards).failed == 0 and doctest.testmod(cluster).failed == 0
+
+
+class RemoteCluster:
+    """A shared cluster as `labsupport clean --kubeconfig` meets it: two classes' namespaces and bindings, a probe
+    namespace a killed check left, and another team's namespace."""
+
+    def __init__(self):
+        owned = {"app.kubernetes.io/managed-by": "labsupport"}
+        self.namespaces = {
+            "lab-ann": {**owned, "labsupport.dev/class": "autumn", "labsupport.dev/student": "ann"},
+            "lab-bob": {**owned, "labsupport.dev/class": "spring", "labsupport.dev/student": "bob"},
+            "labsupport-guard-check-ab12cd": {**owned, "labsupport.dev/student": "guard-check"},
+            "payments": {}}
+        self.bindings = {"lab-ann-nodes": {**owned, "labsupport.dev/class": "autumn"},
+                         "lab-bob-nodes": {**owned, "labsupport.dev/class": "spring"}}
+        self.deleted: list[str] = []
+
+    def _matches(self, labels: dict, selector: str) -> bool:
+        for term in filter(None, selector.split(",")):
+            if "!=" in term:
+                key, value = term.split("!=")
+                if labels.get(key) == value:
+                    return False
+                continue
+            key, _, value = term.partition("=")
+            if key not in labels or (value and labels[key] != value):
+                return False
+        return True
+
+    def request(self, method, path, body=None, *, query=(), allow=(), **_):
+        selector = dict(query).get("labelSelector", "")
+        if method == "POST" and path.endswith("selfsubjectaccessreviews"):
+            return 201, {"status": {"allowed": True}}
+        if method == "GET" and path == "/api/v1/namespaces":
+            return 200, {"items": [{"metadata": {"name": n, "labels": l}} for n, l in self.namespaces.items()
+                                   if self._matches(l, selector)]}
+        if method == "GET" and path.endswith("/clusterrolebindings"):
+            return 200, {"items": [{"metadata": {"name": n, "labels": l}} for n, l in self.bindings.items()
+                                   if self._matches(l, selector)]}
+        if method == "DELETE":
+            name = path.rsplit("/", 1)[1]
+            self.deleted.append(path)
+            if self.namespaces.pop(name, None) is None and self.bindings.pop(name, None) is None:
+                return 404, {}
+            return 200, {}
+        raise AssertionError((method, path))
+
+
+def test_clean_reaches_a_remote_class_with_a_kubeconfig(monkeypatch, capsys):
+    remote = RemoteCluster()
+    real = cluster.ClusterClient
+    monkeypatch.setattr(cluster, "ClusterClient", lambda kubeconfig, context=None: _as_client(real, remote))
+    assert cli.main(["clean", "--kubeconfig", "admin.kubeconfig", "--class", "autumn"]) == 0
+    out = capsys.readouterr().out
+    assert "deleted the namespace lab-ann" in out and "deleted the ClusterRoleBinding lab-ann-nodes" in out
+    assert "lab-bob" in remote.namespaces and "payments" in remote.namespaces, "only the class asked for"
+    assert not any("admissionregistration" in p for p in remote.deleted), "another class still needs the guards"
+    assert cli.main(["clean", "--kubeconfig", "admin.kubeconfig"]) == 0
+    assert sorted(remote.namespaces) == ["payments"] and remote.bindings == {}, "every class, and the probe"
+    shared = [p for p in remote.deleted if "admissionregistration" in p or p.endswith(guards.NODE_READER)]
+    assert len(shared) == 5, "the guards every class shares go with the last class"
+
+
+def _as_client(real: type, remote: RemoteCluster):
+    """The real client's methods over the remote's answers."""
+    client = real.__new__(real)
+    client.request = remote.request
+    client.kubeconfig = "admin.kubeconfig"
+    return client

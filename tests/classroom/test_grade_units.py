@@ -10,6 +10,7 @@ from labsupport.classroom.grade import ClassGrader, Outcome, summary_table
 from labsupport.classroom.gradebook import (GradingError, NotebookMarks, SubmissionMarks, all_marks, db_url,
                                             merge_marks, read_marks, snapshot)
 from labsupport.cli import main
+from labsupport.grading.ids import BadStudentId
 from tests.grading.course import BIN
 
 
@@ -107,3 +108,21 @@ def test_star_means_every_assignment_with_submissions(course):
     (course / "submitted" / "alice" / "a0").mkdir()
     assert submitted_assignments(course) == ["a0", "a1"]
     assert submitted_assignments(course / "nowhere") == []
+
+
+def test_a_student_folder_outside_the_id_grammar_is_refused_alone(course):
+    """A folder in submitted/ named with a line break, markup or a formula: refused with the rule, before anything of
+    it is graded or written; the class is graded."""
+    for bad in ("new\nline", "<img src=x onerror=alert(1)>", "=HYPERLINK(1)"):
+        (course / "submitted" / bad / "a1").mkdir(parents=True)
+    grader = ClassGrader(course, "a1", workers=2)
+    graded: list[str] = []
+    grader._run_nbgrader = lambda student, scratch, tmp: graded.append(student) or ("failed", "not run here")
+    outcomes = {o.student: o for o in grader.run()}
+    for bad, words in (("new\nline", "line break"), ("<img src=x onerror=alert(1)>", "markup"),
+                       ("=HYPERLINK(1)", "formula")):
+        assert outcomes[bad].status == "failed" and words in outcomes[bad].message, outcomes[bad]
+        assert "is refused" in outcomes[bad].message and "1 to 64 characters" in outcomes[bad].message
+    assert sorted(graded) == ["alice", "bob", "carol"]
+    with pytest.raises(BadStudentId, match=r"student id 'x/y' \(--student\) is refused"):
+        ClassGrader(course, "a1", students=["x/y"])

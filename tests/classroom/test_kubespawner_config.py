@@ -46,3 +46,14 @@ def test_the_server_fits_the_student_namespace():
     assert left >= 16 * mebibytes(sizing.default_request_memory) * MI
     assert SERVER_SIZING.cpu_guarantee * 1000 + 16 * int(sizing.default_request_cpu.removesuffix("m")) \
         <= int(sizing.requests_cpu.removesuffix("m"))
+
+
+def test_the_exchange_reaches_the_pod_through_its_environment_and_token():
+    from labsupport.hub.hub_config import SERVER_TOKEN_SCOPES
+    c = Config()
+    configure_kubespawner(c, "labsupport/singleuser:local",
+                          exchange=kubespawner_config.ExchangeSettings("http://172.30.0.1:8090/services/exchange"))
+    assert c.KubeSpawner.environment == {"LABSUPPORT_BACKEND": "kube",
+                                         "LABSUPPORT_EXCHANGE_URL": "http://172.30.0.1:8090/services/exchange",
+                                         "LABSUPPORT_COURSE_ID": "k8s-services"}
+    assert c.KubeSpawner.server_token_scopes == SERVER_TOKEN_SCOPES

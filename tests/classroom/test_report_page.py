@@ -29,3 +29,45 @@ def test_nobody_to_follow_up_says_none_instead_of_an_empty_table():
 def test_students_to_follow_up_are_listed():
     page = render(ClassResults("a1", max_score=8, scores={"alice": 8.0}, not_submitted=["carol"]))
     assert _rows(page, "follow-up") == [["carol", "not submitted"]]
+
+
+def test_a_full_score_is_a_bar_of_its_own():
+    """11/11 is not counted in the same bar as 10/11: the histogram has one bar per score, each bar's id its index."""
+    page = render(ClassResults("a1", max_score=11, scores={"a": 11.0, "b": 11.0, "c": 10.0, "d": 0.0}))
+    bars = sorted(int(n) for n in re.findall(r'id="score-bar-(\d+)"', page))
+    assert bars == [0, 10, 11], bars
+
+
+def test_the_histogram_counts_students_in_whole_numbers():
+    """Each bar is as tall as its number of students, on an axis of whole numbers."""
+    from tests.widgets import drawn
+    page = render(ClassResults("a1", max_score=11, scores={"a": 11.0, "b": 11.0, "c": 10.0}))
+    svg = re.search(r"<svg.*?</svg>", page, re.S).group(0)
+    assert [tick.text for tick in drawn.texts(svg, "ytick")] == ["0", "1", "2"]
+    heights = {int(n): float(h) for n, h in re.findall(r'id="score-bar-(\d+)"[^>]* height="([\d.]+)"', svg)}
+    assert heights.keys() == {10, 11} and abs(heights[11] - 2 * heights[10]) < 0.2, heights
+    assert drawn.texts(svg, "xlabel")[0].text == "autograded score (of 11)"
+def test_the_page_runs_no_script_and_stays_small_whatever_the_class_hands_in():
+    """200 students whose answers make every failure message different and 300 KB long (a check quotes the answer),
+    ids that are markup and formulas: the page keeps a bounded size, shows them as text, runs nothing."""
+    from collections import Counter
+
+    from labsupport.classroom.report import MAX_MESSAGE, TOP_MESSAGES, TestStats
+    stats = TestStats("t1", "nb", 2.0, passed=0, graded=200,
+                      failures=Counter({f"AssertionError: got {i:03d}" + "x" * 300_000: 1 for i in range(200)}))
+    odd = "<img src=x onerror=alert(1)>"
+    results = ClassResults("a1", max_score=2, scores={f"s{i:03d}": 0.0 for i in range(200)} | {odd: 0.0},
+                           tests={"t1": stats}, failed={"=HYPERLINK(1)": "failed: " + "y" * 100_000},
+                           odd_ids={odd: "it holds markup characters (< > & quotes)"})
+    page = render(results)
+    assert len(page) < 512 * 1024, len(page)
+    head = page[:page.index("</head>")]
+    assert '<meta http-equiv="Content-Security-Policy"' in head and "script-src 'none'" in head
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    shown = _rows(page, "follow-up")
+    assert ["&lt;img src=x onerror=alert(1)&gt;",
+            "an id outside the grammar: it holds markup characters (&lt; &gt; &amp; quotes) (an id is 1 to 64 "
+            "characters: letters a-z and A-Z, digits and . _ @ + -, starting with a letter, a digit or _)"] in shown
+    rows = re.findall(r"<tr><td>(\d+)</td><td>(.*?)</td></tr>", page)
+    assert len(rows) == TOP_MESSAGES + 1 and rows[-1] == ("190", "190 other messages"), rows[-1]
+    assert all(len(text) <= MAX_MESSAGE + len("<code></code>") + 10 for _, text in rows)

@@ -325,7 +325,13 @@ def test_the_lab_server_is_bounded(graded):
     assert not re.search(r"MOVED [-\w.]+", clock), clock
     assert len(re.findall(r"refused (?:nan|inf|1000000000000\.0|-1) ", clock)) == 4, clock
     big = outputs_text(course, ONE, "big-objects")
-    assert not re.search(r"STORED \d+", big) and "refused 63" in big, big[-500:]
+    # 64 objects of 32 MiB would pass the server's memory limit if it kept them; the cell has its time limit (20 s),
+    # so on a loaded machine it may be stopped before the last: every request it made must be refused, at least 16
+    # of them (512 MiB), and the server must still answer the tests that follow
+    refused = [int(n) for n in re.findall(r"refused (\d+) APIError", big)]
+    assert not re.search(r"STORED \d+", big) and len(refused) >= 16 and refused == list(range(len(refused))), \
+        big[:3000]
+    assert 'there is no Deployment "web"' in big, big[-3000:]
 
 
 def test_the_sandbox_is_nobody_on_a_capped_disk(graded):

@@ -24,6 +24,12 @@ lab.apply({{"apiVersion": "v1", "kind": "Service", "metadata": {{"name": "typo"}
            "spec": {{"selector": {{"app": "wbe"}}, "ports": [{{"port": 80}}]}}}})
 lab.wait(lambda l: lesson.running(l, "app=web") == 3)'''
 FAILING = 'checks.slice_has_ready_addresses(lab, "typo", 3)'
+#: A student's own calls that the cluster refuses: a pod that does not exist, a manifest the API server rejects.
+REFUSED = ['lab.curl("http://web", source="pod/client")',
+           'lab.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, '
+           '"spec": {"ports": [{"port": 70000}]}})']
+#: A student's own predicate that fails while lab.wait calls it.
+WAITING = 'lab.wait(lambda l: len(l.get("pods", selector="app=web")) == replicas_wanted, timeout=5)'
 
 
 def notebook(*tests: str) -> nbformat.NotebookNode:
@@ -47,7 +53,7 @@ def shown_error(cell) -> str:
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     from nbclient import NotebookClient
-    nb = notebook(FAILING, 'lesson.self_check(False, "done", "scale web to 5 first")')
+    nb = notebook(FAILING, 'lesson.self_check(False, "done", "scale web to 5 first")', *REFUSED, WAITING)
     NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=True,
                    resources={"metadata": {"path": str(tmp_path_factory.mktemp("kernel"))}}).execute()
     return nb
@@ -69,6 +75,21 @@ def test_a_lesson_self_check_shows_only_its_hint(executed):
     shown = shown_error(executed.cells[2])
     assert "not yet: scale web to 5 first" in shown
     assert "lesson.py" not in shown and "checks.py" not in shown
+
+
+@pytest.mark.parametrize("index,message", [(3, 'NotFound: pods "client" not found'),
+                                           (4, "spec.ports[0].port: Invalid value: 70000")])
+def test_a_refused_call_shows_the_students_line_and_the_servers_answer(executed, index, message):
+    shown = shown_error(executed.cells[index])
+    assert REFUSED[index - 3][:30] in shown and message in shown, shown
+    assert "labsupport/" not in shown and "File " not in shown, f"a walk through labsupport:\n{shown}"
+    assert len(shown.splitlines()) <= 10, shown
+
+
+def test_an_error_in_a_wait_predicate_shows_the_students_lines_only(executed):
+    shown = shown_error(executed.cells[5])
+    assert "NameError: name 'replicas_wanted' is not defined" in shown and "<lambda>" in shown, shown
+    assert "labsupport/" not in shown, f"a walk through labsupport:\n{shown}"
 
 
 def test_validate_shows_the_whole_message(tmp_path):
@@ -114,6 +135,11 @@ def test_validate_on_a_blank_release_shows_only_the_checks_messages(tmp_path):
     assert "During handling of the above exception" not in out and "NotFound" not in out, out[:3000]
     assert "checks.py" not in out and "cluster.py" not in out, out[:3000]
     assert "without encryption" not in out, out[-1500:]
+    # the tests that read an answer the blank cells never set say so in the feedback's words, not Python's
+    flat = " ".join(out.split())
+    missing = re.findall(r"NameError: name '(\w+)' is not defined(: run the cell that sets it before this test)?", flat)
+    assert {name for name, _ in missing} == {"addresses", "captured", "settle_seconds"}, missing
+    assert all(hint for _, hint in missing), f"a bare NameError:\n{out[:4000]}"
 
 
 def test_validate_in_make_labs_environment_prints_no_kernel_warning(tmp_path):

@@ -203,6 +203,43 @@ def test_captured_slices_must_be_the_services_own_slices(web):
     assert "has no endpoint for 10.9.9.9" in fails(checks.was_listed, captured, "10.9.9.9", "web")
 
 
+HELD_WEB = WEB.replace("ports: [{containerPort: 80, name: http}]",
+                       'ports: [{containerPort: 80, name: http}], '
+                       'lifecycle: {preStop: {exec: {command: [sleep, "20"]}}}')
+
+
+@pytest.mark.parametrize("late", [15, 25])
+def test_a_late_capture_is_told_the_window_is_the_hook_not_the_grace_period(late, monkeypatch):
+    """Assignment 01's pods: a 20 s preStop hook and the 30 s default grace period. A capture 15 s after the delete
+    still holds the endpoint; one 25 s after it (inside the grace period) does not, and the message says why."""
+    assert "preStop" in HELD_WEB
+    with Lab(backend="sim", seed=0) as lab:
+        lab.apply(HELD_WEB)
+        lab.wait(lambda l: len(checks.ready_addresses(l, "web")) == 3)
+        victim = lab.get("pods", selector="app=web")[0]
+        ip = victim["status"]["podIP"]
+        lab.delete("pod", victim["metadata"]["name"])
+        lab.advance(late)
+        captured = lab.get("endpointslices", selector="kubernetes.io/service-name=web")
+        if late < 20:
+            checks.endpoint_terminating(captured, ip, "web", lab=lab)
+            checks.victim_in_capture(captured, ip, "web", lab=lab)
+            return
+        at_capture = " ".join(fails(checks.endpoint_terminating, captured, ip, "web", lab=lab).split())
+        assert "until its preStop hook ends (here the preStop hook holds it 20 s)" in at_capture, at_capture
+        assert "only the deadline for a kill" in at_capture and "advancing the clock past" not in at_capture
+        after = " ".join(fails(checks.victim_in_capture, captured, ip, "web", lab=lab).split())
+        assert "The mistake is the capture, not this step" in after and "costs the capture's own test too" in after
+        assert after != at_capture
+        lab.wait(lambda l: len(checks.ready_addresses(l, "web")) == 3, timeout=60)
+        assert "The mistake is the capture" in fails(checks.waited, 1.0, lab, captured, ip, "web")
+        monkeypatch.setenv("LABSUPPORT_LANG", "ru")
+        russian = " ".join(fails(checks.endpoint_terminating, captured, ip, "web", lab=lab).split())
+        assert "здесь preStop-хук держит его 20 с" in russian and "grace period" in russian.lower()
+        assert "Ошибка — в сохранении слайса" in " ".join(fails(checks.victim_in_capture, captured, ip, "web",
+                                                                   lab=lab).split())
+
+
 def test_a_wait_is_no_longer_than_the_time_since_the_delete(web):
     victim = web.get("pods", selector="app=web")[0]
     ip = victim["status"]["podIP"]

@@ -41,3 +41,26 @@ def test_release_fetch_submit_collect(tmp_path):
     (collected,) = (course.root / "submitted").glob(f"*/{assignment}/{notebook_name(assignment)}.ipynb")
     got = json.loads(collected.read_text())
     assert cell_by_id(got, "q3-answers")["source"] == 'q3_true = {"a", "c", "e"}'
+
+
+def test_release_feedback_names_a_submission_placed_by_hand_and_releases_the_rest(tmp_path):
+    """A submission that came through the exchange has its submission_secret.txt; one placed in submitted/ by hand
+    (or by zip_collect) has none. nbgrader's own release stops at it for everyone; ours names it and goes on."""
+    assignment = "06-review"
+    course = Course(tmp_path / "course")
+    exchange = course.root / "exchange"
+    exchange.mkdir()
+    os.chmod(exchange, 0o777)
+    for student, secret in (("alice", "s3cret"), ("bob", None)):
+        folder = course.root / "feedback" / student / assignment
+        folder.mkdir(parents=True)
+        (folder / f"{notebook_name(assignment)}.html").write_text(f"<p>feedback for {student}</p>")
+        (folder / "timestamp.txt").write_text("2026-01-01 10:00:00.000000 UTC")
+        if secret:
+            (folder / "submission_secret.txt").write_text(secret)
+    proc = course.nbgrader("release_feedback", assignment)
+    out = proc.stdout + proc.stderr
+    released = list((exchange / "k8s-services" / "feedback").glob("*.html"))
+    assert len(released) == 1 and "feedback for alice" in released[0].read_text()
+    assert "Feedback for bob not released: the submission did not come through the exchange" in " ".join(out.split())
+    assert f"feedback/bob/{assignment}/" in out

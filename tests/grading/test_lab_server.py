@@ -186,7 +186,7 @@ def test_answers_travel_as_plain_data_only(lab, server, tmp_path):
 
 
 @pytest.mark.parametrize("language, message", [("en", "there is no Service \"nope\""),
-                                               ("ru", "нет Service \"nope\"")])
+                                               ("ru", "нет объекта Service \"nope\"")])
 def test_the_graders_run_speaks_the_course_language_and_leaves_the_environment(lab, server, tmp_path, monkeypatch,
                                                                               language, message):
     monkeypatch.setenv("LABSUPPORT_LANG", "en" if language == "ru" else "ru")

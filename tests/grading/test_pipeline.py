@@ -253,7 +253,8 @@ def test_feedback_shows_the_result_and_the_cluster_picture(course, assignment):
     graded(course, assignment)
     html = course.feedback(assignment, "solution")
     score, maximum = course.auto_total(assignment, "solution")
-    assert f"(Score: {score:.1f} / " in html
+    total = {"en": f"(Score: {score:.1f} / ", "ru": f"(баллы: {score:g} из ".replace(".", ",")}[course.language]
+    assert total in html    # the Russian course's page says its own words in Russian
     # the picture comes as an image (the student's own markup is sanitized; an image's SVG runs no script)
     pictures = [base64.b64decode(m).decode() for m in re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', html)]
     assert any("<svg" in svg and "lab-worker" in svg for svg in pictures), len(pictures)
