@@ -4,7 +4,8 @@ Steps, each skipped when its output is up to date:
   1. a Docker engine (started when none answers, leaving the host's firewall alone: labsupport/kind/engine.py)
   2. Go programs from their modules (kind-images/go/*): kind, the Kubernetes binaries and agnhost (k8s.io/kubernetes
      at the release upstream/go.mod pins), etcd, crictl, the pause program and the echo server; CoreDNS is
-     `make upstream`'s, from the project's pinned module
+     `make upstream`'s, from the project's pinned module; kube-router (only its NetworkPolicy firewall), the
+     cluster's NetworkPolicy enforcement
   3. the base image `labsupport/debian:bookworm`: debootstrap --variant=minbase with packages.txt, docker import
   4. the images kubeadm and the lessons ask for, under their names (images/*.Dockerfile)
   5. the node image `labsupport/kind-node:<release>` assembled as kind's node-image builder would: the node file
@@ -51,6 +52,9 @@ GO_PROGRAMS = {
     "crictl": (["sigs.k8s.io/cri-tools/cmd/crictl"], []),
     "etcd": (["go.etcd.io/etcd/server/v3"], []),
     "programs": (["./pause", "./echoserver"], []),
+    "kube-router": (["github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"],
+                    ["-ldflags", f"-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version="
+                                 f"{lab_images.KUBE_ROUTER_VERSION}"]),
     "kubernetes": ([f"k8s.io/kubernetes/cmd/{c}" for c in (
         "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubeadm", "kubectl", "kubelet")]
         + ["k8s.io/kubernetes/test/images/agnhost"], ["-ldflags", KUBE_LDFLAGS]),
@@ -207,7 +211,8 @@ def docker_build(dockerfile: str, tags: list[str], files: dict[str, Path], args:
 
 
 def workload_images() -> None:
-    """The control-plane images under kubeadm's names, the CNI daemon, the lessons' images under theirs."""
+    """The control-plane images under kubeadm's names, the CNI daemon and the NetworkPolicy firewall, the lessons'
+    images under theirs."""
     cp = lab_images.CONTROL_PLANE
     for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
         say(f"image: {cp[name]}")
@@ -225,6 +230,9 @@ def workload_images() -> None:
     say(f"image: {lab_images.CNI_IMAGE}")
     docker_build("images/cni.Dockerfile", [lab_images.CNI_IMAGE],
                  {"kubectl": BIN / "kubectl", "labsupport-cni": HERE / "node" / "labsupport-cni"})
+    say(f"image: {lab_images.NETWORK_POLICY_IMAGE}")
+    docker_build("images/kube-router.Dockerfile", [lab_images.NETWORK_POLICY_IMAGE],
+                 {"kube-router": BIN / "kube-router"})
     files = {"agnhost": {"agnhost": BIN / "agnhost"}, "echoserver": {"echoserver": BIN / "echoserver"}}
     for dockerfile, tags in lab_images.LESSON_IMAGE_TAGS.items():
         say(f"image: {', '.join(tags)}")

@@ -1,8 +1,9 @@
 """The kubeconfig a terminal beside the notebooks reads (`make lab` sets it up): one context per running lab.
 
 Each `Lab` on an embedded cluster started while `LABSUPPORT_SHARED_KUBECONFIG` names this file adds its API
-server as a context named after its notebook (`02-service-clusterip`; `lab` outside a notebook, `-2`, `-3` … when
-the name is taken) and makes it the current one; closing the lab removes it, and the newest lab left becomes
+server as a context named after its notebook, as a path below the folder JupyterLab serves (`02-service-clusterip`,
+the Russian edition's `ru/02-service-clusterip`; `lab` outside a notebook, `-2`, `-3` … when the name is taken) and
+makes it the current one; closing the lab removes it, and the newest lab left becomes
 current. So in a terminal `kubectl get pods` reaches the lab started last, `kubectl config get-contexts` lists them
 all and `kubectl config use-context <name>` picks another. Kernels of several notebooks write the same file, so
 every change holds a lock and replaces the file whole.
@@ -33,15 +34,27 @@ import yaml
 
 #: The variable naming the shared kubeconfig (set by `make lab` for its kernels and terminals).
 ENV = "LABSUPPORT_SHARED_KUBECONFIG"
+#: The variable naming the folder JupyterLab serves (set by `make lab`): context names are notebook paths below it.
+ROOT_ENV = "LABSUPPORT_NOTEBOOK_ROOT"
 #: How long a writer waits for the lock before it takes over one a killed writer left behind.
 LOCK_SECONDS = 10.0
 
 
-def context_name(session: str | None = None) -> str:
-    """A lab's context name: its notebook's name without `.ipynb` (from JPY_SESSION_NAME), else `lab`."""
+def context_name(session: str | None = None, root: str | None = None) -> str:
+    """A lab's context name: its notebook's path below the served folder `root` (ROOT_ENV), without `.ipynb` (from
+    JPY_SESSION_NAME: `ru/00-start-here` beside `00-start-here`, not `00-start-here-2`), else `lab`.
+
+    >>> context_name("/srv/notebooks/ru/00-start-here.ipynb", "/srv/notebooks"), context_name("/x/04 modes.ipynb")
+    ('ru/00-start-here', '04-modes')
+    """
     session = session if session is not None else os.environ.get("JPY_SESSION_NAME", "")
-    stem = os.path.splitext(os.path.basename(session))[0]
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-") or "lab"
+    root = root if root is not None else os.environ.get(ROOT_ENV, "")
+    path = os.path.splitext(session)[0]
+    relative = os.path.relpath(path, root) if root and os.path.isabs(path) else path
+    if not root or relative.startswith(".."):
+        relative = os.path.basename(path)
+    parts = [re.sub(r"[^A-Za-z0-9._-]+", "-", part).strip("-") for part in relative.split(os.sep)]
+    return "/".join(part for part in parts if part and part != ".") or "lab"
 
 
 @contextlib.contextmanager
@@ -120,4 +133,4 @@ def remove_context(path: str, name: str) -> None:
                 config["current-context"] = config["contexts"][-1]["name"]
 
 
-__all__ = ["ENV", "context_name", "add_context", "remove_context", "write_empty", "empty"]
+__all__ = ["ENV", "ROOT_ENV", "context_name", "add_context", "remove_context", "write_empty", "empty"]

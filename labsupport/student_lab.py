@@ -28,6 +28,7 @@ import sys
 import tempfile
 
 from labsupport import shared_kubeconfig
+from labsupport.i18n import tr
 
 #: nbgrader's instructor tools, never shown to a student.
 INSTRUCTOR_PLUGINS = ("@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader")
@@ -45,6 +46,11 @@ DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"
 def exchange_folder() -> pathlib.Path:
     """The exchange folder assignments are fetched from (it may not exist: a laptop has none)."""
     return pathlib.Path(os.environ.get("LABSUPPORT_EXCHANGE", DEFAULT_EXCHANGE))
+
+
+def has_exchange() -> bool:
+    """Whether there is an exchange to list: a class's exchange service (LABSUPPORT_EXCHANGE_URL) or the folder."""
+    return bool(os.environ.get("LABSUPPORT_EXCHANGE_URL")) or exchange_folder().is_dir()
 
 
 def disabled_plugins(exchange: bool) -> list[str]:
@@ -96,10 +102,17 @@ def write_config(directory: pathlib.Path, exchange: bool) -> pathlib.Path:
 
 #: nbgrader's settings for Validate (the button, or `nbgrader validate` in a terminal; a course folder's own
 #: nbgrader_config.py still wins): its kernel talks over unix sockets, so it has no "running over TCP without
-#: encryption" warning to print.
+#: encryption" warning to print. Where a class's exchange service is named (LABSUPPORT_EXCHANGE_URL, and the course
+#: in LABSUPPORT_COURSE_ID: a server KubeSpawner started), fetch, submit and feedback go through it.
 NBGRADER_CONFIG = """\
+import os
 c = get_config()  # noqa: F821 - provided by nbgrader
 c.Execute.kernel_manager_class = "labsupport.grading.execute.SandboxedKernelManager"
+if os.environ.get("LABSUPPORT_EXCHANGE_URL"):
+    from labsupport.grading.exchange_client import configure_service_exchange
+    configure_service_exchange(c)
+if os.environ.get("LABSUPPORT_COURSE_ID"):
+    c.CourseDirectory.course_id = os.environ["LABSUPPORT_COURSE_ID"]
 """
 
 
@@ -113,12 +126,30 @@ def write_terminal_rc(directory: pathlib.Path) -> pathlib.Path:
     reads it), then the project's tools put first on PATH again, since /etc/profile may have reset it, and the
     labs' shared kubeconfig put ahead of any KUBECONFIG (only there: a kernel's own kube backend keeps the user's)."""
     rc = directory / "terminal.rc"
+    hint = shlex.quote(no_lab_hint())
     rc.write_text("# a terminal of make lab: the shell's usual start-up, then the lab's tools first on PATH\n"
                   "[ -r /etc/profile ] && . /etc/profile\n"
                   '[ -n "$BASH_VERSION" ] && [ -r "$HOME/.bashrc" ] && . "$HOME/.bashrc"\n'
                   f"PATH={shlex.quote(tools_dir())}:\"$PATH\"; export PATH\n"
-                  f'KUBECONFIG="${shared_kubeconfig.ENV}${{KUBECONFIG:+:$KUBECONFIG}}"; export KUBECONFIG\n')
+                  f'KUBECONFIG="${shared_kubeconfig.ENV}${{KUBECONFIG:+:$KUBECONFIG}}"; export KUBECONFIG\n'
+                  "# with no lab running (no current context) kubectl would try localhost:8080 and print five lines\n"
+                  "# of connection errors: say what to do instead\n"
+                  "kubectl() {\n"
+                  '    case "$1" in config|completion|help|plugin|version|--help|-h|"")\n'
+                  '        command kubectl "$@"; return;;\n'
+                  "    esac\n"
+                  "    command kubectl config current-context >/dev/null 2>&1 ||\n"
+                  f"        {{ printf '%s\\n' {hint} >&2; return 1; }}\n"
+                  '    command kubectl "$@"\n'
+                  "}\n"
+                  f"command kubectl config current-context >/dev/null 2>&1 || printf '%s\\n' {hint}\n")
     return rc
+
+
+def no_lab_hint() -> str:
+    """What a terminal says when no notebook's lab is running for its kubectl to reach."""
+    return tr("kubectl: no lesson's lab is running yet. Run a lesson's first cell: each running lab is a kubectl "
+              "context named after its notebook (kubectl config get-contexts lists them).")
 
 
 def terminal_command(rc: pathlib.Path) -> list[str]:
@@ -146,22 +177,36 @@ def command(arguments: list[str], *, root: bool, settings: pathlib.Path | None =
     return argv + list(arguments)
 
 
-def environment(config: pathlib.Path, base: dict | None = None) -> dict:
+def environment(config: pathlib.Path, base: dict | None = None, root: str | None = None) -> dict:
     """The environment JupyterLab runs in: our configuration directory added after the user's own; the project's
     kubectl and `labsupport` first on PATH; the kubeconfig every lab started in a notebook adds itself to (its
-    terminals put it on KUBECONFIG, so that their kubectl reaches those labs)."""
+    terminals put it on KUBECONFIG, so that their kubectl reaches those labs), and the folder served (`root`), below
+    which a notebook's path names its lab's context."""
     env = dict(os.environ if base is None else base)
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (env.get("JUPYTER_CONFIG_PATH"), str(config)) if p)
     env["PATH"] = os.pathsep.join(p for p in (tools_dir(), env.get("PATH")) if p)
     env[shared_kubeconfig.ENV] = str(config / "kubeconfig")
+    env[shared_kubeconfig.ROOT_ENV] = os.path.abspath(root or os.getcwd())
     return env
+
+
+def served_folder(arguments: list[str]) -> str:
+    """The folder JupyterLab serves, as its command line names it (`--notebook-dir`, `--ServerApp.root_dir`), else
+    the current one."""
+    names = ("--notebook-dir", "--ServerApp.root_dir", "--ServerApp.notebook_dir", "--NotebookApp.notebook_dir")
+    folder = os.getcwd()
+    for i, argument in enumerate(arguments):
+        name, equals, value = argument.partition("=")
+        if name in names:
+            folder = value if equals else (arguments[i + 1] if i + 1 < len(arguments) else folder)
+    return os.path.abspath(folder)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Start the student's JupyterLab with the given `jupyter lab` arguments; returns its exit code."""
     arguments = sys.argv[1:] if argv is None else list(argv)
     root = hasattr(os, "geteuid") and os.geteuid() == 0
-    exchange = exchange_folder().is_dir()
+    exchange = has_exchange()
     if root:
         print("make lab: running as root (usual in containers and VMs), so JupyterLab starts with --allow-root",
               file=sys.stderr)
@@ -173,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         shared_kubeconfig.write_empty(str(config / "kubeconfig"))
         settings = write_settings(pathlib.Path(directory) / "settings", default_settings_dir())
         server = subprocess.Popen(command(arguments, root=root, settings=settings, hub=spawned_by_hub()),
-                                  env=environment(config))
+                                  env=environment(config, root=served_folder(arguments)))
         # A hub stops a server with SIGTERM to this process: pass it on, so JupyterLab is not left running.
         signal.signal(signal.SIGTERM, lambda signum, frame: server.send_signal(signum))
         try:

@@ -1,15 +1,18 @@
 """`labsupport class cluster`: a class on one shared Kubernetes cluster, a namespace and an account per student.
 
 For every student of a roster it makes, idempotently (server-side apply): a Namespace `lab-ID` labelled with the
-class, a ServiceAccount `student`, the Role `lab-student` whose rules are the student role's
-(`labsupport.remote.role.role_rules`, the same table the graded cluster's policy reads), a RoleBinding, a
-ResourceQuota and a LimitRange sized for the lessons (`SIZING`); then a bounded token for the account (TokenRequest)
-and a kubeconfig whose context's namespace is the student's, for `Lab(backend="kube", kubeconfig=…)`.
-`delete_class` removes every namespace labelled with the class, and the kubeconfigs it wrote.
+class and for Pod Security `restricted`, a ServiceAccount `student`, the Role `lab-student` whose rules are the
+student role's (`labsupport.remote.role.role_rules`, the same table the graded cluster's policy reads), a
+RoleBinding, a ResourceQuota and a LimitRange sized for the lessons (`SIZING`), the namespace's NetworkPolicies and a
+binding to read the nodes (`labsupport.hub.guards`); then a bounded token for the account (TokenRequest) and a
+kubeconfig whose context's namespace is the student's, for `Lab(backend="kube", kubeconfig=…)`. Before any of it,
+the cluster-wide guards are made and the cluster is asked whether it enforces them (`guards.missing_guards`): where
+one does not hold, no class is made. `delete_class` removes every namespace and binding of the class, and the
+kubeconfigs it wrote.
 
 The objects are plain data, built apart from the client that sends them:
 
->>> [o["kind"] for o in student_objects("alice", "demo")]
+>>> [o["kind"] for o in student_objects("alice", "demo")][:6]
 ['Namespace', 'ServiceAccount', 'Role', 'RoleBinding', 'ResourceQuota', 'LimitRange']
 >>> student_objects("alice", "demo")[0]["metadata"]["labels"]["labsupport.dev/class"]
 'demo'
@@ -17,6 +20,7 @@ The objects are plain data, built apart from the client that sends them:
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 import os
 import pathlib
@@ -24,12 +28,15 @@ import re
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable
+from urllib.parse import urlsplit
 
 import yaml
 
 from labsupport.errors import LabError
+from labsupport.hub import guards
 from labsupport.i18n import tr
 from labsupport.remote.role import role_rules
+from labsupport.shape import ClusterConfig
 
 #: Every student namespace is `lab-` and the student id (KubeSpawner's `user_namespace_template = "lab-{username}"`).
 NAMESPACE_PREFIX = "lab-"
@@ -41,7 +48,9 @@ MANAGED_BY = ("app.kubernetes.io/managed-by", "labsupport")
 #: The label naming the class a namespace belongs to: `--delete` finds the class's namespaces by it.
 CLASS_LABEL = "labsupport.dev/class"
 #: The label naming the student a namespace belongs to.
-STUDENT_LABEL = "labsupport.dev/student"
+STUDENT_LABEL = guards.STUDENT_LABEL
+#: The pod network a class's NetworkPolicies tell apart from the outside, unless the cluster says another.
+DEFAULT_POD_CIDRS = (ClusterConfig.pod_cidr,)
 FIELD_MANAGER = "labsupport-class"
 DEFAULT_CLASS = "services-lab"
 #: A class name is a label value (and short enough to read in `kubectl get ns -L`).
@@ -119,17 +128,29 @@ def parse_duration(text: str) -> int:
     return seconds
 
 
-def student_objects(student_id: str, class_name: str, sizing: Sizing = SIZING) -> list[dict]:
-    """What one student gets, in the order they are made: Namespace, ServiceAccount, Role, RoleBinding,
-    ResourceQuota, LimitRange."""
+def class_labels(class_name: str, student_id: str | None = None) -> dict[str, str]:
+    """The labels of what a class makes: managed by labsupport, the class, and the student it is for."""
+    return {MANAGED_BY[0]: MANAGED_BY[1], CLASS_LABEL: class_name,
+            **({STUDENT_LABEL: student_id} if student_id is not None else {})}
+
+
+def student_objects(student_id: str, class_name: str, sizing: Sizing = SIZING, *,
+                    pod_cidrs: Iterable[str] = DEFAULT_POD_CIDRS, load_balancer_ips: str | None = None) -> list[dict]:
+    """What one student gets, in the order they are made: Namespace (enforcing Pod Security `restricted`; with the
+    addresses its LoadBalancer Services may ask for, when it has some), ServiceAccount, Role, RoleBinding,
+    ResourceQuota, LimitRange, its NetworkPolicies, and the ClusterRoleBinding that lets the account read nodes."""
     ns = namespace_of(student_id)
-    labels = {MANAGED_BY[0]: MANAGED_BY[1], CLASS_LABEL: class_name, STUDENT_LABEL: student_id}
+    labels = class_labels(class_name, student_id)
 
     def meta(name: str, namespaced: bool = True) -> dict:
         return {"name": name, **({"namespace": ns} if namespaced else {}), "labels": dict(labels)}
 
+    namespace = meta(ns, namespaced=False)
+    namespace["labels"].update(guards.pod_security_labels())
+    if load_balancer_ips:
+        namespace["annotations"] = {guards.LOAD_BALANCER_IPS: load_balancer_ips}
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(ns, namespaced=False)},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": namespace},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(ACCOUNT)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(ROLE),
          "rules": role_rules()},
@@ -149,6 +170,8 @@ def student_objects(student_id: str, class_name: str, sizing: Sizing = SIZING) -
                                                  "memory": sizing.default_request_memory},
                               "default": {"cpu": sizing.default_limit_cpu, "memory": sizing.default_limit_memory},
                               "max": {"cpu": sizing.max_cpu, "memory": sizing.max_memory}}]}},
+        *guards.network_policies(ns, labels, pod_cidrs),
+        guards.node_binding(ns, ACCOUNT, labels),
     ]
 
 
@@ -186,7 +209,7 @@ def admin_cluster_entry(kubeconfig: str, context: str | None = None) -> tuple[st
     if entry is None:
         raise ClassClusterError(tr("the kubeconfig {path} has no context {context!r} (its contexts: {known})",
                                    path=kubeconfig, context=name,
-                                   known=", ".join(c.get("name", "") for c in doc.get("contexts") or []) or "none"))
+                                   known=", ".join(c.get("name", "") for c in doc.get("contexts") or []) or tr("none")))
     cluster_name = (entry.get("context") or {}).get("cluster")
     cluster = next((dict(c.get("cluster") or {}) for c in doc.get("clusters") or [] if c.get("name") == cluster_name),
                    None)
@@ -230,12 +253,27 @@ RESOURCES = {
     "RoleBinding": Resource("rbac.authorization.k8s.io/v1", "rolebindings", True),
     "ResourceQuota": Resource("v1", "resourcequotas", True),
     "LimitRange": Resource("v1", "limitranges", True),
+    "NetworkPolicy": Resource("networking.k8s.io/v1", "networkpolicies", True),
+    "ClusterRole": Resource("rbac.authorization.k8s.io/v1", "clusterroles", False),
+    "ClusterRoleBinding": Resource("rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+    "MutatingAdmissionPolicy": Resource("admissionregistration.k8s.io/v1", "mutatingadmissionpolicies", False),
+    "MutatingAdmissionPolicyBinding": Resource("admissionregistration.k8s.io/v1",
+                                               "mutatingadmissionpolicybindings", False),
+    "ValidatingAdmissionPolicy": Resource("admissionregistration.k8s.io/v1", "validatingadmissionpolicies", False),
+    "ValidatingAdmissionPolicyBinding": Resource("admissionregistration.k8s.io/v1",
+                                                 "validatingadmissionpolicybindings", False),
 }
 #: What the admin's account must be allowed, asked of the API server before anything is made.
 ADMIN_RIGHTS = (("create", "", "namespaces"), ("patch", "", "namespaces"), ("delete", "", "namespaces"),
                 ("patch", "", "serviceaccounts"), ("create", "", "serviceaccounts/token"),
                 ("patch", "rbac.authorization.k8s.io", "roles"), ("patch", "rbac.authorization.k8s.io", "rolebindings"),
-                ("patch", "", "resourcequotas"), ("patch", "", "limitranges"))
+                ("patch", "", "resourcequotas"), ("patch", "", "limitranges"),
+                ("patch", "networking.k8s.io", "networkpolicies"),
+                ("patch", "rbac.authorization.k8s.io", "clusterroles"),
+                ("patch", "rbac.authorization.k8s.io", "clusterrolebindings"),
+                ("delete", "rbac.authorization.k8s.io", "clusterrolebindings"),
+                ("patch", "admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+                ("patch", "admissionregistration.k8s.io", "validatingadmissionpolicies"))
 
 
 class ClusterClient:
@@ -317,14 +355,46 @@ class ClusterClient:
         status = answer.get("status") or {}
         return status.get("token", ""), status.get("expirationTimestamp", "")
 
+    def names(self, kind: str, selector: str, namespace: str | None = None) -> list[str]:
+        """The names of the objects of a kind a label selector picks."""
+        _, answer = self.request("GET", RESOURCES[kind].path(namespace), query=[("labelSelector", selector)])
+        return sorted(item["metadata"]["name"] for item in answer.get("items") or [])
+
     def namespaces(self, selector: str) -> list[str]:
         """The names of the namespaces a label selector picks."""
-        _, answer = self.request("GET", "/api/v1/namespaces", query=[("labelSelector", selector)])
-        return sorted(item["metadata"]["name"] for item in answer.get("items") or [])
+        return self.names("Namespace", selector)
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+        """Delete one object; one already gone is fine."""
+        self.request("DELETE", RESOURCES[kind].path(namespace, name), allow=(404,))
 
     def delete_namespace(self, name: str) -> None:
         """Delete a namespace (and so everything in it); a namespace already gone is fine."""
-        self.request("DELETE", RESOURCES["Namespace"].path(None, name), allow=(404,))
+        self.delete("Namespace", name)
+
+    def pod_cidrs(self) -> list[str]:
+        """The cluster's pod network, as kube-proxy's configuration or the nodes say it (empty when neither does)."""
+        status, cm = self.request("GET", "/api/v1/namespaces/kube-system/configmaps/kube-proxy", allow=(404,))
+        try:
+            config = yaml.safe_load(((cm.get("data") or {}).get("config.conf") or "")) if status != 404 else None
+        except yaml.YAMLError:
+            config = None
+        _, nodes = self.request("GET", "/api/v1/nodes")
+        return guards.pod_cidrs_of(config if isinstance(config, dict) else None, nodes.get("items") or [])
+
+    def api_endpoints(self) -> list[str]:
+        """Where the API server itself listens (`https://ADDRESS:PORT`), as the `kubernetes` Service's
+        EndpointSlices in `default` say."""
+        _, answer = self.request("GET", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+                                 query=[("labelSelector", "kubernetes.io/service-name=kubernetes")])
+        found = []
+        for item in answer.get("items") or []:
+            port = next((p.get("port") for p in item.get("ports") or [] if p.get("port")), 443)
+            for endpoint in item.get("endpoints") or []:
+                for address in endpoint.get("addresses") or []:
+                    host = f"[{address}]" if ":" in address else address
+                    found.append(f"https://{host}:{port}")
+        return found
 
 
 def _client(kubeconfig: str, context: str | None) -> ClusterClient:
@@ -337,15 +407,136 @@ def _client(kubeconfig: str, context: str | None) -> ClusterClient:
     return client
 
 
+def is_loopback(server: str) -> bool:
+    """Whether a server URL names this machine only (127.0.0.0/8, ::1, localhost).
+
+    >>> is_loopback("https://127.0.0.1:40123"), is_loopback("https://10.0.0.5:6443")
+    (True, False)
+    """
+    host = urlsplit(server).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def student_server(admin_server: str, client: ClusterClient, server: str | None = None) -> tuple[str, str | None]:
+    """The API server address the students' kubeconfigs name, and a note when it is not the admin's: `server` when
+    given; else the admin's, unless that names only this machine (kind's `127.0.0.1:PORT`), in which case the
+    address the API server itself listens on (the `kubernetes` Service's endpoint), which works from elsewhere."""
+    if server:
+        if not urlsplit(server).scheme.startswith("http") or not urlsplit(server).hostname:
+            raise ClassClusterError(tr("--server {server!r}: give the API server's URL, such as "
+                                       "https://203.0.113.10:6443", server=server))
+        return server, None
+    if not is_loopback(admin_server):
+        return admin_server, None
+    endpoints = client.api_endpoints()
+    if endpoints:
+        return endpoints[0], tr("the students' kubeconfigs name the API server at {server} (the admin's "
+                                "kubeconfig names {admin}, which works on this machine only; --server chooses "
+                                "another)", server=endpoints[0], admin=admin_server)
+    return admin_server, tr("the students' kubeconfigs name {admin}, which works on this machine only: give --server "
+                            "with an address the students reach", admin=admin_server)
+
+
+def load_balancer_allocations(existing: dict[str, str], student_ids: list[str], pool: str | None,
+                              size: int) -> dict[str, str]:
+    """Each student's block of load-balancer addresses: the one their namespace already has (`existing`, namespace
+    → CIDR, every namespace of the cluster that has one), else the lowest free block of `size` in `pool`. No pool:
+    no allocation (a student cannot ask for an address; the cluster's controller hands one out)."""
+    namespaces = [namespace_of(s) for s in student_ids]
+    found = {ns: existing[ns] for ns in namespaces if ns in existing}
+    if pool is None:
+        return found
+    try:
+        free = guards.load_balancer_blocks(pool, size, existing.values())
+    except ValueError as e:
+        raise ClassClusterError(tr("--load-balancer-pool {pool!r} is not an IPv4 CIDR: {error}", pool=pool,
+                                   error=e)) from e
+    wanting = [ns for ns in namespaces if ns not in found]
+    if len(wanting) > len(free):
+        raise ClassClusterError(tr("--load-balancer-pool {pool} has {free} free blocks of {size} addresses, and "
+                                   "{wanting} students need one: give a larger pool or fewer addresses each "
+                                   "(--load-balancer-ips)", pool=pool, free=len(free), size=size,
+                                   wanting=len(wanting)))
+    return {**found, **dict(zip(wanting, free))}
+
+
+PROBE_PREFIX = "labsupport-guard-check-"
+#: The student label of the namespace a guard check makes (the guards apply there as in a student's).
+PROBE_STUDENT = "guard-check"
+
+
+def check_guards(client: ClusterClient, *, pod_defaults_served: bool, settle: float = guards.POLICY_SETTLE_SECONDS
+                 ) -> list[guards.Missing]:
+    """Ask the cluster whether it enforces every guard, in a namespace of its own labelled as a student's (deleted
+    afterwards, whatever happened)."""
+    import secrets
+    name = PROBE_PREFIX + secrets.token_hex(3)
+    labels = {MANAGED_BY[0]: MANAGED_BY[1], STUDENT_LABEL: PROBE_STUDENT, **guards.pod_security_labels()}
+    client.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+    try:
+        client.apply({"apiVersion": "v1", "kind": "ServiceAccount",
+                      "metadata": {"name": guards.PROBE_ACCOUNT, "namespace": name}})
+        return guards.missing_guards(client.request, name, pod_defaults_served=pod_defaults_served, settle=settle)
+    finally:
+        client.delete_namespace(name)
+
+
+def install_guards(client: ClusterClient) -> bool:
+    """Make or update the cluster-wide guards every class shares; False when the cluster serves no
+    MutatingAdmissionPolicy (older than Kubernetes 1.36)."""
+    served = True
+    for obj in guards.cluster_objects({MANAGED_BY[0]: MANAGED_BY[1]}):
+        if obj["kind"].startswith("MutatingAdmissionPolicy") and not served:
+            continue
+        try:
+            client.apply(obj)
+        except ClassClusterError as e:
+            if obj["kind"] == "MutatingAdmissionPolicy" and "(404)" in str(e):
+                served = False
+                continue
+            raise
+    return served
+
+
+def guarded(client: ClusterClient, allow_missing: Iterable[str] = (), *,
+            settle: float = guards.POLICY_SETTLE_SECONDS) -> list[str]:
+    """Install the guards and check them: a missing guard stops the class (ClassClusterError naming each and what
+    it lets a student do), unless `allow_missing` names it; then it is a loud warning line."""
+    allowed = set(allow_missing)
+    unknown = sorted(allowed - set(guards.GUARDS))
+    if unknown:
+        raise ClassClusterError(tr("--allow-missing-guard {names}: no such guard (the guards: {guards})",
+                                   names=", ".join(unknown), guards=", ".join(guards.GUARDS)))
+    missing = check_guards(client, pod_defaults_served=install_guards(client), settle=settle)
+    refused = [m for m in missing if m.guard not in allowed]
+    if refused:
+        raise ClassClusterError(tr("this cluster does not keep students inside their namespaces, so no class was "
+                                   "made:\n  - {missing}\n(--allow-missing-guard NAME makes the class anyway, "
+                                   "if you accept what that lets students do)",
+                                   missing="\n  - ".join(f"{m.guard}: {m.reason}" for m in refused)))
+    return [tr("WARNING: the guard {guard} is missing and you allowed it: {reason}", guard=m.guard, reason=m.reason)
+            for m in missing]
+
+
 def make_class(student_ids: list[str], kubeconfig: str, out: str | pathlib.Path, *, class_name: str = DEFAULT_CLASS,
-               token_seconds: int = 86400, context: str | None = None, sizing: Sizing = SIZING) -> list[str]:
-    """Make (or bring up to date) every student's namespace, account, Role and limits, and write each a kubeconfig
-    `OUT/ID.kubeconfig` (0600) with a fresh token. Returns what it did, a line per student."""
+               token_seconds: int = 86400, context: str | None = None, sizing: Sizing = SIZING,
+               server: str | None = None, pod_cidrs: Iterable[str] | None = None,
+               load_balancer_pool: str | None = None, load_balancer_ips: int | None = None,
+               allow_missing: Iterable[str] = ()) -> list[str]:
+    """Make (or bring up to date) every student's namespace, account, Role, limits and guards, and write each a
+    kubeconfig `OUT/ID.kubeconfig` (0600) with a fresh token. Nothing is made on a cluster that does not enforce
+    the guards (`guarded`). Returns what it did, a line per student after the notes."""
     check_class_name(class_name)
     folder = pathlib.Path(out)
     written = _read_index(folder, class_name)
     _, cluster = admin_cluster_entry(kubeconfig, context)
     client = _client(kubeconfig, context)
+    existing_allocations: dict[str, str] = {}
     for student_id in student_ids:
         existing = client.get("Namespace", namespace_of(student_id))
         owner = ((existing or {}).get("metadata", {}).get("labels") or {}).get(CLASS_LABEL)
@@ -354,35 +545,62 @@ def make_class(student_ids: list[str], kubeconfig: str, out: str | pathlib.Path,
                                        "{owner}): give that student another id, or remove the namespace",
                                        namespace=namespace_of(student_id), name=class_name, label=CLASS_LABEL,
                                        owner=owner or tr("none")))
+    _, listed = client.request("GET", "/api/v1/namespaces")
+    for item in listed.get("items") or []:
+        block = (item["metadata"].get("annotations") or {}).get(guards.LOAD_BALANCER_IPS)
+        if block:
+            existing_allocations[item["metadata"]["name"]] = block
+    allocations = load_balancer_allocations(existing_allocations, student_ids, load_balancer_pool,
+                                            load_balancer_ips or sizing.load_balancers)
+    cidrs = list(pod_cidrs or []) or client.pod_cidrs()
+    if not cidrs:
+        raise ClassClusterError(tr("cannot tell this cluster's pod network (kube-proxy's configuration has no "
+                                   "clusterCIDR and the nodes no podCIDR): give it with --pod-cidr, so the "
+                                   "NetworkPolicies can tell a pod from the outside"))
+    address, note = student_server(cluster["server"], client, server)
+    cluster["server"] = address
+    lines = guarded(client, allow_missing) + ([note] if note else [])
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o700)
-    lines = []
     for student_id in student_ids:
-        for obj in student_objects(student_id, class_name, sizing):
+        ns = namespace_of(student_id)
+        for obj in student_objects(student_id, class_name, sizing, pod_cidrs=cidrs,
+                                   load_balancer_ips=allocations.get(ns)):
             client.apply(obj)
-        token, expires = client.token(namespace_of(student_id), ACCOUNT, token_seconds)
+        token, expires = client.token(ns, ACCOUNT, token_seconds)
         path = folder / f"{student_id}.kubeconfig"
         if student_id not in written:
             written.append(student_id)
             write_private(folder / INDEX, json.dumps({"class": class_name, "students": written}, indent=1))
         write_private(path, yaml.safe_dump(student_kubeconfig(student_id, dict(cluster), token), sort_keys=False))
-        lines.append(tr("{namespace}: {path} (token until {expires})", namespace=namespace_of(student_id),
-                        path=path, expires=expires))
+        lines.append(tr("{namespace}: {path} (token until {expires})", namespace=ns, path=path, expires=expires)
+                     + (tr("; load-balancer addresses {block}", block=allocations[ns]) if ns in allocations else ""))
     return lines
 
 
 def delete_class(kubeconfig: str, *, class_name: str = DEFAULT_CLASS, out: str | pathlib.Path | None = None,
                  context: str | None = None, timeout: float = 300) -> list[str]:
-    """Delete every namespace labelled with the class (and so all in them), wait until they are gone, and remove
-    the kubeconfigs `make_class` wrote in `out`. Returns what it did."""
+    """Delete every namespace labelled with the class (and so all in them) and the class's bindings, wait until the
+    namespaces are gone, remove the kubeconfigs `make_class` wrote in `out`, and the guards every class shares
+    once no student namespace is left. Returns what it did."""
     check_class_name(class_name)
     folder = pathlib.Path(out) if out is not None else None
     written = _read_index(folder, class_name) if folder is not None else []
     client = _client(kubeconfig, context)
+    return remove_class(client, class_name, folder, written, timeout)
+
+
+def remove_class(client: ClusterClient, class_name: str, folder: pathlib.Path | None = None,
+                 written: Iterable[str] = (), timeout: float = 300) -> list[str]:
+    """What `delete_class` does, with a client already made (also `labsupport clean --kubeconfig`'s, for every
+    class)."""
     names = client.namespaces(class_selector(class_name))
     for name in names:
         client.delete_namespace(name)
     lines = [tr("deleted the namespace {namespace}", namespace=name) for name in names]
+    for binding in client.names("ClusterRoleBinding", class_selector(class_name)):
+        client.delete("ClusterRoleBinding", binding)
+        lines.append(tr("deleted the ClusterRoleBinding {name}", name=binding))
     deadline = time.monotonic() + timeout
     left = names
     while left and time.monotonic() < deadline:
@@ -402,6 +620,48 @@ def delete_class(kubeconfig: str, *, class_name: str = DEFAULT_CLASS, out: str |
             folder.rmdir()
     if not names:
         lines.append(tr("no namespace of the class {name} on this cluster", name=class_name))
+    if not client.namespaces(f"{STUDENT_LABEL},{STUDENT_LABEL}!={PROBE_STUDENT}"):
+        lines += remove_shared_guards(client)
+    return lines
+
+
+def clean_remote(kubeconfig: str, *, class_name: str | None = None, context: str | None = None,
+                 timeout: float = 300) -> list[str]:
+    """`labsupport clean --kubeconfig`: remove from a shared cluster every class this project made there (or only
+    `class_name`): their namespaces, with the students' accounts and tokens, their bindings, the namespaces a guard
+    check left, and the guards every class shares. The kubeconfigs written for the students stop working with
+    their accounts."""
+    if class_name is not None:
+        check_class_name(class_name)
+    client = _client(kubeconfig, context)
+    _, listed = client.request("GET", "/api/v1/namespaces", query=[("labelSelector", f"{MANAGED_BY[0]}="
+                                                                                     f"{MANAGED_BY[1]}")])
+    classes = sorted({(item["metadata"].get("labels") or {}).get(CLASS_LABEL) for item in listed.get("items") or []}
+                     - {None})
+    _, bindings = client.request("GET", RESOURCES["ClusterRoleBinding"].path(None),
+                                 query=[("labelSelector", f"{MANAGED_BY[0]}={MANAGED_BY[1]}")])
+    classes = sorted(set(classes) | {(b["metadata"].get("labels") or {}).get(CLASS_LABEL)
+                                     for b in bindings.get("items") or []} - {None})
+    lines = []
+    for item in listed.get("items") or []:
+        if item["metadata"]["name"].startswith(PROBE_PREFIX):
+            client.delete_namespace(item["metadata"]["name"])
+            lines.append(tr("deleted the namespace {namespace}", namespace=item["metadata"]["name"]))
+    for name in [class_name] if class_name is not None else classes:
+        lines += remove_class(client, name, timeout=timeout)
+    if class_name is None and not classes:
+        lines += remove_shared_guards(client)
+    return lines or [tr("no class of this project on the cluster of {path}", path=kubeconfig)]
+
+
+def remove_shared_guards(client: ClusterClient) -> list[str]:
+    """Delete the cluster-wide guards every class shares (once no class is left)."""
+    lines = []
+    for obj in reversed(guards.cluster_objects({})):
+        status, _ = client.request("DELETE", RESOURCES[obj["kind"]].path(None, obj["metadata"]["name"]),
+                                   allow=(404,))
+        if status != 404:
+            lines.append(tr("deleted the {kind} {name}", kind=obj["kind"], name=obj["metadata"]["name"]))
     return lines
 
 
@@ -425,4 +685,6 @@ def _read_index(folder: pathlib.Path, class_name: str) -> list[str]:
 __all__ = ["NAMESPACE_PREFIX", "ACCOUNT", "ROLE", "CLASS_LABEL", "STUDENT_LABEL", "DEFAULT_CLASS", "ClassClusterError",
            "Sizing", "SIZING", "namespace_of", "class_selector", "check_class_name", "parse_duration",
            "student_objects", "student_kubeconfig", "write_private", "admin_cluster_entry", "Resource", "RESOURCES",
-           "ClusterClient", "INDEX", "make_class", "delete_class"]
+           "ClusterClient", "INDEX", "make_class", "delete_class", "remove_class", "remove_shared_guards",
+           "class_labels", "is_loopback", "student_server", "load_balancer_allocations", "check_guards",
+           "install_guards", "guarded", "PROBE_PREFIX", "DEFAULT_POD_CIDRS", "clean_remote"]

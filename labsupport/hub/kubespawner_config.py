@@ -7,6 +7,11 @@ counts against the namespace's ResourceQuota like the student's own pods, so its
 are the LimitRange's maximum (`SERVER_SIZING`). Where the hub reaches the cluster, how it is reached from the pods
 and how students log in are the hub's own settings, left to the caller.
 
+With `exchange` (the class's exchange service, `labsupport.hub.exchange_service`, where the pods reach it) the
+student's nbgrader fetches and submits over HTTP with the server's hub token — no volume is shared — and the token
+the hub gives each server also carries the one scope the service asks for (`exchange_server_scopes`); the hub's
+`services`, groups and roles are the caller's, as in `labsupport.hub.hub_config`.
+
 >>> from traitlets.config import Config
 >>> c = Config()
 >>> configure_kubespawner(c, "registry.example/lab:1")
@@ -40,15 +45,32 @@ class ServerSizing:
 SERVER_SIZING = ServerSizing()
 
 
+@dataclass(frozen=True)
+class ExchangeSettings:
+    """The class's exchange service as the student's pod sees it: its URL and the course."""
+
+    url: str
+    course_id: str = "k8s-services"
+
+
+def exchange_server_scopes(service: str = "exchange") -> list[str]:
+    """The scopes of each server's token: its own server's (JupyterHub's `server` role) and the exchange service."""
+    return ["users:activity!user", "access:servers!server", f"access:services!service={service}"]
+
+
 def configure_kubespawner(c: Any, image: str, *, pull_policy: str = "IfNotPresent",
-                          sizing: ServerSizing = SERVER_SIZING) -> None:
-    """Set JupyterHub's `c` to spawn each student's server from `image` in their own namespace, as their account."""
+                          sizing: ServerSizing = SERVER_SIZING, exchange: ExchangeSettings | None = None) -> None:
+    """Set JupyterHub's `c` to spawn each student's server from `image` in their own namespace, as their account
+    (and, with `exchange`, their nbgrader on the class's exchange service)."""
     c.JupyterHub.spawner_class = SPAWNER_CLASS
     c.KubeSpawner.enable_user_namespaces = True
     c.KubeSpawner.user_namespace_template = NAMESPACE_PREFIX + "{username}"
     c.KubeSpawner.service_account = ACCOUNT
     c.KubeSpawner.automount_service_account_token = True
     c.KubeSpawner.environment = {"LABSUPPORT_BACKEND": "kube"}
+    if exchange is not None:
+        c.KubeSpawner.environment.update(LABSUPPORT_EXCHANGE_URL=exchange.url, LABSUPPORT_COURSE_ID=exchange.course_id)
+        c.KubeSpawner.server_token_scopes = exchange_server_scopes()
     c.KubeSpawner.image = image
     c.KubeSpawner.image_pull_policy = pull_policy
     c.KubeSpawner.cmd = list(SERVER_COMMAND)
@@ -59,4 +81,5 @@ def configure_kubespawner(c: Any, image: str, *, pull_policy: str = "IfNotPresen
     c.KubeSpawner.mem_limit = sizing.mem_limit
 
 
-__all__ = ["SPAWNER_CLASS", "SERVER_COMMAND", "ServerSizing", "SERVER_SIZING", "configure_kubespawner"]
+__all__ = ["SPAWNER_CLASS", "SERVER_COMMAND", "ServerSizing", "SERVER_SIZING", "ExchangeSettings",
+           "configure_kubespawner", "exchange_server_scopes"]

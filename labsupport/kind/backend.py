@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 KUBE_OPTIONS = {"context", "runner", "request_timeout"}
 KIND_OPTIONS = {"name", "workers", "image", "load_images", "runner", "progress", "node_ports", "request_timeout",
-                "create", "preflight", "load_balancer", "pod_subnet"}
+                "create", "preflight", "load_balancer", "pod_subnet", "ready_timeout"}
 
 
 def make_backend(backend: str, *, proxy_mode: str = "iptables", kubeconfig: str | None = None,

@@ -11,13 +11,20 @@ server's `POST /labsupport/v1/advance?seconds=N` instead of sleeping.
 from __future__ import annotations
 
 import html
+import ipaddress
 import json
 import os
 import random
+import shlex
+import shutil
+import socket
 import string
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable, Iterator
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -30,9 +37,10 @@ from labsupport import tool_output
 from labsupport import rawhttp
 from labsupport.kind import parse
 from labsupport.kind.config import DNSUTILS_IMAGE
+from labsupport.kind.made import MadeObjects, deleted_by_kubectl, made_by_kubectl
 from labsupport.kind.meter import WatchMeter
+from labsupport.kind.preflight import PRIVATE_KUBECONFIGS
 from labsupport.kind.podconn import PodKeepAlive
-from labsupport.kind.preflight import state_dir
 from labsupport.kind.runner import CommandResult, CommandRunner, kubectl_path
 from labsupport.model.kinds import KindInfo, by_kind, resolve
 from labsupport.model.selectors import to_selector
@@ -51,6 +59,22 @@ SYNC_SETTLED = 60.0
 CURL_COULDNT_CONNECT = 7
 #: the sources that are outside the cluster (no ClusterIP and no cluster DNS there)
 OUTSIDE_SOURCES = ("client", "outside", "external")
+#: kubectl's commands that change objects (after them, traffic waits for kube-proxy as after `lab.apply`).
+KUBECTL_WRITES = frozenset({"apply", "create", "delete", "edit", "patch", "replace", "scale", "set", "label",
+                            "annotate", "run", "expose", "rollout", "autoscale", "cordon", "uncordon", "drain"})
+#: kube-proxy's health server on every node (its default `healthzBindAddress`, all addresses): its answer says when
+#: it last wrote its rules.
+KUBE_PROXY_HEALTHZ = "http://{address}:10256/healthz"
+#: A sync of kube-proxy this long after a write (and after the EndpointSlices it brings) holds the write: its
+#: informers deliver an event within milliseconds.
+SYNC_AFTER_WRITE = 0.25
+#: The longest the first request after a write waits for kube-proxy to write its rules.
+CATCH_UP_SECONDS = 15.0
+#: The longest `close()` waits for the API server when removing what the lab made.
+CLOSE_TIMEOUT = 5.0
+#: The folders of the kubeconfigs labs write for themselves (`labsupport-lab-PID-…`; `labsupport clean` removes
+#: those of a process that is gone).
+PRIVATE_PREFIX = PRIVATE_KUBECONFIGS
 
 
 def selector_text(selector: Any) -> str | None:
@@ -107,7 +131,7 @@ class RealKeepAlive:
         if out.status is None:
             self.closed = True
             return result
-        result.pod, result.client_ip = parse.answering_pod(result.body)
+        result.pod, result.client_ip = parse.answering_pod(result.body, parse.request_path(path or self.url))
         return result
 
     def close(self) -> None:
@@ -145,6 +169,11 @@ class KubeBackend:
         self._watchers: dict[str, threading.Thread] = {}
         self._stop = threading.Event()
         self._discovery: list[KindInfo] | None = None
+        self._made = MadeObjects()
+        self._written: float | None = None
+        self._synced: dict[str, float] = {}
+        self._no_health: set[str] = set()
+        self._private: str | None = None
         in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and not os.environ.get("KUBECONFIG")
         if kubeconfig is None and not in_cluster and not os.environ.get("KUBECONFIG") and \
                 not os.path.exists(os.path.expanduser("~/.kube/config")):
@@ -308,30 +337,45 @@ class KubeBackend:
         manifest["metadata"].setdefault("annotations", {})[LAST_APPLIED] = \
             json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n"
         name = manifest["metadata"].get("name")
-        for attempt in range(3):
-            current = None
-            if name:
+        try:
+            for attempt in range(3):
+                current = None
+                if name:
+                    try:
+                        current = self._call("GET", self._path(info, ns, name))
+                    except NotFound:
+                        current = None
                 try:
-                    current = self._call("GET", self._path(info, ns, name))
-                except NotFound:
-                    current = None
-            try:
-                validation = [("fieldValidation", field_validation)]
-                if current is None:
-                    return self._typed(info, self._call("POST", self._path(info, ns), query=validation,
-                                                        body=manifest))
-                return self._typed(info, self._call("PUT", self._path(info, ns, name), query=validation,
-                                                    body=merge_for_apply(current, manifest)))
-            except Conflict:
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+                    validation = [("fieldValidation", field_validation)]
+                    if current is None:
+                        stored = self._call("POST", self._path(info, ns), query=validation, body=manifest)
+                    else:
+                        stored = self._call("PUT", self._path(info, ns, name), query=validation,
+                                            body=merge_for_apply(current, manifest))
+                    return self._made_now(info, stored)
+                except Conflict:
+                    if attempt == 2:
+                        raise
+            raise AssertionError("unreachable")
+        finally:
+            self._wrote()
 
     def create(self, obj: dict, field_validation: str = "Strict") -> dict:
         """Create one object (`kubectl create`)."""
         info, ns, manifest = self._prepare(obj)
-        return self._typed(info, self._call("POST", self._path(info, ns), body=manifest,
-                                            query=[("fieldValidation", field_validation)]))
+        try:
+            return self._made_now(info, self._call("POST", self._path(info, ns), body=manifest,
+                                                   query=[("fieldValidation", field_validation)]))
+        finally:
+            self._wrote()
+
+    def _made_now(self, info: KindInfo, stored: dict) -> dict:
+        """Remember an object the lab made (close() removes it) and return it typed."""
+        stored = self._typed(info, stored)
+        meta = stored.get("metadata") or {}
+        self._made.remember(stored, self._path(info, meta.get("namespace") if info.namespaced else None,
+                                               meta.get("name")))
+        return stored
 
     def get(self, kind: str, name: str, namespace: str | None) -> dict:
         """One object."""
@@ -353,8 +397,12 @@ class KubeBackend:
         body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
         if grace_period is not None:
             body["gracePeriodSeconds"] = grace_period
-        result = self._call("DELETE", self._path(info, self._ns(namespace) if info.namespaced else None, name),
-                            body=body)
+        path = self._path(info, self._ns(namespace) if info.namespaced else None, name)
+        try:
+            result = self._call("DELETE", path, body=body)
+        finally:
+            self._wrote()
+        self._made.forget(path)
         return self._typed(info, result) if result.get("kind") != "Status" else result
 
     def scale(self, name: str, replicas: int, namespace: str) -> dict:
@@ -371,6 +419,7 @@ class KubeBackend:
                     break
                 current.setdefault("spec", {})["replicas"] = replicas
                 try:
+                    self._wrote()
                     return self._typed(info, self._call("PUT", self._path(info, ns, bare), body=current))
                 except Conflict:
                     if attempt == 2:
@@ -429,10 +478,12 @@ class KubeBackend:
 
     def wait(self, condition: Callable[[], bool], timeout: float) -> float:
         """Until the condition holds: re-checked on every watch event (virtual clock: advanced step by step)."""
+        __tracebackhide__ = True     # a student's predicate fails on their own line
         return self._wait(condition, timeout, WAIT_KINDS)
 
     def _wait(self, condition: Callable[[], bool], timeout: float, kinds: tuple[str, ...],
               what: str = "the condition") -> float:
+        __tracebackhide__ = True
         start = self.now()
         if condition():
             return 0.0
@@ -606,19 +657,100 @@ class KubeBackend:
         ns, _, name = ref.rpartition("/")
         return self._ns(ns or None), name
 
-    def _pod_by_ip(self, ip: str | None) -> dict | None:
-        if not ip:
-            return None
+    def _pods(self) -> list[dict] | None:
+        """Every pod the lab may list, or None where it may list none."""
         try:
-            pods = self.list("pods", None, None)
+            return self.list("pods", None, None)
         except APIError:
             return None
-        return next((p for p in pods if p.get("status", {}).get("podIP") == ip), None)
+
+    def _pod_by_ip(self, ip: str | None, pods: list[dict] | None = None) -> dict | None:
+        """The pod with this address, among `pods` when given (one listing for a batch of requests)."""
+        if not ip:
+            return None
+        pods = pods if pods is not None else self._pods()
+        return next((p for p in pods or [] if p.get("status", {}).get("podIP") == ip), None)
 
     def curl(self, url: str, source: str, **options: Any) -> CurlResult:
-        """One HTTP request from this machine ("client") or from a pod; failures are results. A request refused by
-        a Service that has ready endpoints is tried again for a few seconds (`_curl_in_grace`)."""
+        """One HTTP request from this machine ("client") or from a pod; failures are results. After a write it waits
+        until kube-proxy on the node it enters has written its rules (`_catch_up_for`), and a request refused by a
+        Service that has ready endpoints is tried again for a few seconds (`_curl_in_grace`)."""
+        self._catch_up_for(url, source)
         return self._curl_in_grace(url, source, options)[0]
+
+    def curl_batch(self, url: str, source: str, count: int, **options: Any) -> list[CurlResult]:
+        """`count` requests one after another, each a new connection, as `count` calls of `curl`."""
+        return [self.curl(url, source, **options) for _ in range(count)]
+    # --- writes, and kube-proxy catching up with them -----------------------------------------------------------
+    def _wrote(self) -> None:
+        """A write kube-proxy must see before the next request."""
+        self._written = time.monotonic()
+
+    def _catch_up_for(self, url: str, source: str) -> None:
+        """Before the first request after a write: wait (at most CATCH_UP_SECONDS) until kube-proxy on each node the
+        request may enter has written its rules since, as a real kube-proxy writes a change within its sync period
+        and sim at once. First every Service of the lab's namespace that selects pods must have its EndpointSlice;
+        then kube-proxy's health server on the node (port 10256) says how long ago it last wrote its rules, which
+        must be after the write and the slices (SYNC_AFTER_WRITE later). A node whose health server does not answer
+        from here is not waited for (a refused request is still tried again, `_curl_in_grace`)."""
+        written = self._written
+        if written is None:
+            return
+        addresses = [a for a in self._entry_addresses(url, source)
+                     if a not in self._no_health and self._synced.get(a, -1.0) < written]
+        if not addresses:
+            return
+        deadline = time.monotonic() + CATCH_UP_SECONDS
+        while not self._slices_written() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        since = max(written, time.monotonic()) + SYNC_AFTER_WRITE
+        for address in addresses:
+            while time.monotonic() < deadline:
+                age = self._proxy_sync_age(address)
+                if age is None or time.monotonic() - age >= since:
+                    break
+                time.sleep(0.2)
+            self._synced[address] = written
+
+    def _proxy_sync_age(self, address: str) -> float | None:
+        """Seconds since kube-proxy on the node at `address` last wrote its rules (its health server), or None
+        where it does not answer (then that node is not asked again)."""
+        out = rawhttp.fetch(KUBE_PROXY_HEALTHZ.format(address=address), timeout=1.0)
+        age = parse.proxy_sync_age(out.body) if out.status is not None else None
+        if age is None:
+            self._no_health.add(address)
+        return age
+
+    def _entry_addresses(self, url: str, source: str) -> list[str]:
+        """The node addresses a request may enter the cluster's rules at: a pod's own node; a node named in the URL;
+        for any other address from outside (a load-balancer address), every node."""
+        kind, _, _ = source.partition("/")
+        if kind == "pod":
+            ns, name = self._pod_ref(source)
+            try:
+                host_ip = (self.get("pods", name, ns).get("status") or {}).get("hostIP")
+            except APIError:
+                return []
+            return [host_ip] if host_ip else []
+        host = urlsplit(url if "://" in url else f"http://{url}").hostname or ""
+        nodes = self._node_ips()
+        if host in nodes:
+            return [host]
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            return []
+        return list(nodes) if source in OUTSIDE_SOURCES else []
+
+    def _slices_written(self) -> bool:
+        """Whether every Service of the lab's namespace that selects pods has an EndpointSlice."""
+        try:
+            sliced = {(s["metadata"].get("labels") or {}).get("kubernetes.io/service-name")
+                      for s in self.list("endpointslices", None, None)}
+            return all(svc["metadata"]["name"] in sliced for svc in self.list("services", None, None)
+                       if (svc.get("spec") or {}).get("selector"))
+        except APIError:
+            return True
 
     def _curl_raw(self, url: str, source: str, options: dict) -> tuple[CurlResult, tool_output.CurlOutput | None]:
         """One request, as it went, with what curl reported of its connection."""
@@ -628,13 +760,14 @@ class KubeBackend:
         kind, _, rest = source.partition("/")
         if kind == "pod":
             ns, name = self._pod_ref(source)
-            done = self.exec(name, tool_output.curl_argv(target, headers=options.get("headers")), ns, None)
+            done = self.exec(name, tool_output.curl_argv(target, headers=options.get("headers"),
+                                                         timeout=float(options.get("timeout", 10))), ns, None)
             out = tool_output.parse_curl(done.stdout, done.stderr, done.code)
             result = self._curl_result(url, source, out)
             result.hops = [Hop(tr("pod {pod}", pod=f"{ns}/{name}"), f"curl {target} (kubectl exec)")]
             return result, out
         if kind == "node":
-            raise self._no_node_access("curl from a node")
+            raise self._no_node_access(tr("curl from a node"))
         raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
                          "\"pod/<namespace>/<name>\"")
 
@@ -645,6 +778,11 @@ class KubeBackend:
         moment before every node's kube-proxy has written it; sim writes at once, and a lesson's first request right
         after its pods are ready would otherwise meet the old rules."""
         result, out = self._curl_raw(url, source, options)
+        return self._again_in_grace(url, source, options, result, out)
+
+    def _again_in_grace(self, url: str, source: str, options: dict, result: CurlResult,
+                        out: tool_output.CurlOutput | None) -> tuple[CurlResult, tool_output.CurlOutput | None]:
+        """A request that went as `result` and `out`, tried again while `_curl_in_grace` says so."""
         if out is None or out.exit_code != CURL_COULDNT_CONNECT or not self._awaits_sync(url, source, out):
             return result, out
         deadline = time.monotonic() + SYNC_GRACE
@@ -697,13 +835,15 @@ class KubeBackend:
         return {a["address"]: n["metadata"]["name"] for n in nodes
                 for a in (n.get("status") or {}).get("addresses") or [] if a.get("type") == "InternalIP"}
 
-    def _curl_result(self, url: str, source: str, out: tool_output.CurlOutput) -> CurlResult:
+    def _curl_result(self, url: str, source: str, out: tool_output.CurlOutput,
+                     pods: list[dict] | None = None) -> CurlResult:
+        """What curl's output says of a request; the pods it may have reached are listed unless given."""
         result = CurlResult(url=url, source=source, status=out.status, body=out.body, error=out.error,
                             exit_code=out.exit_code)
         if out.status is None:
             return result
-        pod_name, client = parse.answering_pod(out.body)
-        pod = self._pod_by_ip(out.remote_ip)
+        pod_name, client = parse.answering_pod(out.body, parse.request_path(url))
+        pod = self._pod_by_ip(out.remote_ip, pods)
         if pod is not None:
             pod_name = pod_name or pod["metadata"]["name"]
         if pod_name:
@@ -731,12 +871,13 @@ class KubeBackend:
                             exit_code=out.exit_code)
         result.hops = [Hop(tr("this machine"), f"GET {target}")]
         if out.status is not None:
-            result.pod, result.client_ip = parse.answering_pod(result.body)
+            result.pod, result.client_ip = parse.answering_pod(result.body, parse.request_path(url))
         return result, out
 
     def connect(self, url: str, source: str) -> RealKeepAlive | PodKeepAlive:
         """A keep-alive connection from this machine ("client") or from inside a pod ("pod/<name>"): its requests
         ride one TCP connection, so they stay on one pod. `Lab.close()` closes the ones still open."""
+        self._catch_up_for(url, source)
         if source in ("client", "outside", "external"):
             conn: RealKeepAlive | PodKeepAlive = RealKeepAlive(self, url, source, on_close=self._forget_connection)
         elif source.partition("/")[0] == "pod":
@@ -825,13 +966,34 @@ class KubeBackend:
 
     # --- tools --------------------------------------------------------------------------------------------------
     def kubeconfig(self) -> str:
-        """A kubeconfig for this cluster whose context points at the lab's namespace."""
-        path = state_dir() / f"{self.name}-{self.context or 'cluster'}-{self.namespace}.kubeconfig"
+        """A kubeconfig for this cluster whose context points at the lab's namespace: the lab's own kubeconfig when
+        its current context already does (a student's from `class cluster`); else a copy private to this lab (0600,
+        in a 0700 folder of its own under $XDG_RUNTIME_DIR or the temporary folder), which close() removes, so no
+        copy of a token outlives the lab."""
         source = self._kubeconfig_file()
+        if self.context != "in-cluster" and self._names_namespace(source):
+            return source
+        if self._private is None or not os.path.isdir(self._private):
+            base = os.environ.get("XDG_RUNTIME_DIR")
+            self._private = tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-",
+                                             dir=base if base and os.path.isdir(base) else None)
+        path = Path(self._private) / "kubeconfig"
         # a cluster made again under the same name (kind: a new API server port) rewrites its source
         if not path.exists() or (os.path.exists(source) and os.path.getmtime(source) > path.stat().st_mtime):
             self._write_kubeconfig(path)
         return str(path)
+
+    def _names_namespace(self, source: str) -> bool:
+        """Whether the kubeconfig file's current context is the lab's and names the lab's namespace."""
+        if os.pathsep in os.environ.get("KUBECONFIG", "") and not self._kubeconfig_source:
+            return False
+        try:
+            doc = yaml.safe_load(open(source)) or {}
+        except (OSError, yaml.YAMLError):
+            return False
+        current = doc.get("current-context")
+        entry = next((c for c in doc.get("contexts") or [] if c.get("name") == current), None)
+        return current == self.context and ((entry or {}).get("context") or {}).get("namespace") == self.namespace
 
     def _kubeconfig_file(self) -> str:
         return self._kubeconfig_source or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or \
@@ -852,6 +1014,12 @@ class KubeBackend:
         else:
             doc = yaml.safe_load(open(source)) or {}
             doc["current-context"] = self.context or doc.get("current-context")
+            # only the context the lab uses, with its cluster and user: no other credentials are copied
+            chosen = next((c for c in doc.get("contexts") or [] if c.get("name") == doc["current-context"]), {})
+            ctx = chosen.get("context") or {}
+            doc["contexts"] = [chosen] if chosen else []
+            doc["clusters"] = [c for c in doc.get("clusters") or [] if c.get("name") == ctx.get("cluster")]
+            doc["users"] = [u for u in doc.get("users") or [] if u.get("name") == ctx.get("user")]
             for entry in doc.get("contexts") or []:
                 if entry.get("name") == doc["current-context"]:
                     entry.setdefault("context", {})["namespace"] = self.namespace
@@ -866,14 +1034,48 @@ class KubeBackend:
                                         "get the pinned kubectl next to Python"))
         return kubectl
 
-    def _kubectl_run(self, argv: list[str], input: str | None = None) -> CommandResult:
-        return self.runner.run([self._kubectl(), "--kubeconfig", self.kubeconfig(), *argv], input=input, timeout=300)
+    def _kubectl_run(self, argv: list[str], input: str | None = None, timeout: float = 300) -> CommandResult:
+        return self.runner.run([self._kubectl(), "--kubeconfig", self.kubeconfig(), *argv], input=input,
+                               timeout=timeout)
 
     def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None,
                 timeout: float | None = None, events: int | None = None) -> Any:
-        """Real kubectl on this cluster, in the lab's namespace (the same result object as on sim)."""
+        """Real kubectl on this cluster, in the lab's namespace (the same result object as on sim). After a command
+        that changes objects, the next request waits for kube-proxy as after `lab.apply`, and what kubectl says it
+        made is removed with the lab (close())."""
         from labsupport.kubectl import run_kubectl
-        return run_kubectl(self.kubeconfig(), command, show=show, input=input, timeout=timeout, events=events)
+        args = shlex.split(command) if isinstance(command, str) else list(command)
+        args = args[1:] if args[:1] == ["kubectl"] else args
+        try:
+            result = run_kubectl(self.kubeconfig(), args, show=show, input=input, timeout=timeout, events=events)
+        finally:
+            if any(a in KUBECTL_WRITES for a in args[:2]):
+                self._wrote()
+        if any(a in KUBECTL_WRITES for a in args[:2]):
+            self._note_kubectl(args, result.stdout)
+        return result
+
+    def _note_kubectl(self, args: list[str], output: str) -> None:
+        """Remember what kubectl says it made, and forget what it says it deleted."""
+        namespace = self.namespace
+        for i, arg in enumerate(args):
+            if arg in ("-n", "--namespace") and i + 1 < len(args):
+                namespace = args[i + 1]
+            elif arg.startswith("--namespace="):
+                namespace = arg.split("=", 1)[1]
+        for resource, name in made_by_kubectl(output):
+            try:
+                info = self._resolve(resource)
+                self._made_now(info, self._call("GET", self._path(info, namespace if info.namespaced else None,
+                                                                  name)))
+            except (APIError, BadRequest):
+                continue
+        for resource, name in deleted_by_kubectl(output):
+            try:
+                info = self._resolve(resource)
+            except (APIError, BadRequest):
+                continue
+            self._made.forget(self._path(info, namespace if info.namespaced else None, name))
 
     def meter(self, kinds: tuple[str, ...], watchers: int | None) -> WatchMeter:
         """Real watches on `kinds` in the lab's namespace from now on, each event counted with the bytes the API
@@ -902,8 +1104,20 @@ class KubeBackend:
         return meter
 
     def client_ip(self) -> str:
-        """Requests from "client" run in a throwaway pod here, so the client is in the cluster."""
-        return "(a pod in the cluster)"
+        """The address requests with source="client" come from: this machine's own address on its route to the
+        cluster's nodes (else to the API server), as a node sees it where no NAT lies between (a student's server
+        in the cluster, a machine on the nodes' network)."""
+        targets = list(self._node_ips()) or [urlsplit(self.host).hostname or ""]
+        for target in targets:
+            try:
+                address = socket.getaddrinfo(target, 443, proto=socket.IPPROTO_UDP)[0][4][0]
+                family = socket.AF_INET6 if ":" in address else socket.AF_INET
+                with socket.socket(family, socket.SOCK_DGRAM) as probe:
+                    probe.connect((address, 9))   # a route lookup: nothing is sent
+                    return probe.getsockname()[0]
+            except OSError:
+                continue
+        return tr("(this machine)")
 
     # --- the picture ---------------------------------------------------------------------------------------
     def snapshot(self, *, rule_counts: bool = True) -> ClusterSnapshot:
@@ -943,14 +1157,15 @@ class KubeBackend:
         rows = "".join(row(n) for n in nodes)
         table = (f"<table><tr><th>{tr('node')}</th><th>IP</th><th>{tr('zone')}</th></tr>{rows}</table>" if rows else
                  "<p>" + tr("(nodes not visible to this account)") + "</p>")
-        return ("<div><b>Lab</b> — " + tr("backend {backend}, server {server}, namespace {namespace}",
+        return (f"<div><b>{tr('Lab')}</b> — " + tr("backend {backend}, server {server}, namespace {namespace}",
                                           backend=f"<code>{self.name}</code>",
                                           server=f"<code>{html.escape(self.host)}</code>",
                                           namespace=f"<code>{html.escape(self.namespace)}</code>")
                 + f"{table}</div>")
 
     def close(self) -> None:
-        """Remove the throwaway pods this backend started and close the client."""
+        """Remove what the lab made (its objects, their pods at once, the throwaway pods) and its private kubeconfig,
+        and close the client. A cluster out of reach leaves its objects where they are."""
         if self._closed:
             return
         self._closed = True
@@ -959,8 +1174,15 @@ class KubeBackend:
             conn.close()
         for meter in self._meters:
             meter.stop()
+        try:
+            self._made.remove(lambda method, path, body=None, query=None: self._call(
+                method, path, body=body, query=query, timeout=CLOSE_TIMEOUT))
+        except BackendUnavailable:
+            pass
         for ns, name in list(self._throwaway):
             self._forget(ns, name)
+        if self._private is not None:
+            shutil.rmtree(self._private, ignore_errors=True)
         self.api.close()
 
 

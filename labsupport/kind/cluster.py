@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import html
 import ipaddress
+import secrets
 import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
 from labsupport.i18n import tr
-from labsupport.results import CurlResult, Hop, Trace
+from labsupport.results import CurlResult, Hop, Trace, masquerade_rewrite
 from labsupport.errors import APIError, BackendUnavailable, BadRequest, NotFound, ProxyModeUnavailable
 from labsupport import tool_output
 from labsupport.kind import parse
@@ -45,13 +46,15 @@ NOTICE_SECONDS = 1.0
 CATCH_UP_SECONDS = 15.0
 #: The longest a proxy-mode switch waits for every restarted kube-proxy's first sync.
 RULES_WRITTEN_SECONDS = 90.0
-#: kubectl's commands that change objects (after them, traffic waits for kube-proxy as after `lab.apply`).
-KUBECTL_WRITES = frozenset({"apply", "create", "delete", "edit", "patch", "replace", "scale", "set", "label",
-                            "annotate", "run", "expose", "rollout", "autoscale", "cordon", "uncordon", "drain"})
+#: The longest `Lab(backend="kind")` waits for every node and system pod of its cluster to be ready.
+READY_SECONDS = 600.0
 STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
 #: exits 0 when the node's kernel has IPVS or can load it, 1 when it cannot
 IPVS_PROBE = "test -e /proc/net/ip_vs || modprobe -n -q ip_vs 2>/dev/null || exit 1"
 CREATE_WAIT = "180s"
+#: How many requests `curl_batch` sends in one command before it reads their conntrack entries: a few seconds'
+#: work, well inside the 120 s a closed connection's entry stays in TIME_WAIT
+CURL_BATCH = 50
 MULTIPATH_HASH_SYSCTL = "net.ipv4.fib_multipath_hash_policy"
 #: what `docker inspect` prints of the client container: running, its added capability, its hash policy
 CLIENT_STATE_FORMAT = ("{{.State.Running}} {{range .HostConfig.CapAdd}}{{.}}{{end}} "
@@ -121,8 +124,10 @@ class KindCluster:
         return self.name in list_clusters(self.runner)
 
     def _fail(self, what: str, result: CommandResult) -> BackendUnavailable:
+        """`what` went wrong (a clause: a command that failed, a container that did not start), with the end of the
+        command's output."""
         tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
-        return BackendUnavailable(tr("{what} failed (exit code {code}):\n{tail}\nRun `labsupport doctor`, and "
+        return BackendUnavailable(tr("{what} (exit code {code}):\n{tail}\nRun `labsupport doctor`, and "
                                      "`labsupport down` to start over.", what=what, code=result.returncode, tail=tail))
 
     def create(self) -> None:
@@ -133,20 +138,20 @@ class KindCluster:
         if wrong:
             raise BadRequest("the generated kind config is invalid: " + "; ".join(wrong))
         self.config_path.write_text(config_yaml(config))
-        progress = make_progress(f"Creating kind cluster {self.name} (kube-proxy mode {self.proxy_mode})",
-                                 len(KIND_CREATE_STEPS), self.progress_kind)
+        progress = make_progress(tr("Creating kind cluster {name} (kube-proxy mode {mode})", name=self.name,
+                                    mode=self.proxy_mode), len(KIND_CREATE_STEPS), self.progress_kind)
         result = self.runner.stream(["kind", "create", "cluster", "--name", self.name, "--config",
                                      str(self.config_path), "--kubeconfig", str(self.kubeconfig_path),
                                      "--wait", CREATE_WAIT], progress.line, timeout=900)
         progress.finish(result.ok)
         if not result.ok:
-            raise self._fail(f"kind create cluster --name {self.name}", result)
+            raise self._fail(tr("`{command}` failed", command=f"kind create cluster --name {self.name}"), result)
 
     def write_kubeconfig(self) -> None:
         """Write the kubeconfig of an existing cluster (`kind get kubeconfig`)."""
         result = self.runner.run(["kind", "get", "kubeconfig", "--name", self.name], timeout=60)
         if not result.ok:
-            raise self._fail(f"kind get kubeconfig --name {self.name}", result)
+            raise self._fail(tr("`{command}` failed", command=f"kind get kubeconfig --name {self.name}"), result)
         self.kubeconfig_path.write_text(result.stdout)
         self.kubeconfig_path.chmod(0o600)
 
@@ -171,15 +176,16 @@ class KindCluster:
         present = self.local_images(images)
         if not present:
             return []
-        progress: Progress = make_progress(f"Loading {len(present)} image(s) into {self.name}", len(present),
-                                           self.progress_kind)
+        progress: Progress = make_progress(tr("Loading {count} image(s) into {name}", count=len(present),
+                                              name=self.name), len(present), self.progress_kind)
         loaded = []
         for image in present:
             result = self.runner.stream(["kind", "load", "docker-image", image, "--name", self.name],
                                         progress.line, timeout=600)
             if result.ok:
                 loaded.append(image)
-            progress.step(f"{'loaded' if result.ok else 'could not load'} {image}")
+            progress.step(tr("loaded {image}", image=image) if result.ok else
+                          tr("could not load {image}", image=image))
         progress.finish(len(loaded) == len(present))
         return loaded
 
@@ -189,10 +195,10 @@ class KindCluster:
         names = sorted(line.strip() for line in result.stdout.splitlines() if line.strip()) if result.ok else []
         return sorted(names, key=lambda n: (not n.endswith("-control-plane"), len(n), n))
 
-    def node_exec(self, node: str, argv: list[str], input: str | None = None) -> CommandResult:
+    def node_exec(self, node: str, argv: list[str], input: str | None = None, timeout: float = 120) -> CommandResult:
         """Run a command on a node (`docker exec <node> …`)."""
         return self.runner.run(["docker", "exec", *(["-i"] if input is not None else []), node, *argv],
-                               input=input, timeout=120)
+                               input=input, timeout=timeout)
 
     def node_pid(self, node: str) -> int | None:
         """The PID of a node container's init, whose network namespace is the node's."""
@@ -221,19 +227,19 @@ class KindCluster:
                                   "--sysctl", f"{MULTIPATH_HASH_SYSCTL}=1", "--entrypoint", "sleep", CLIENT_IMAGE,
                                   "infinity"], timeout=300)
         if not result.ok:
-            raise self._fail(f"starting the client container {self.client_name}", result)
+            raise self._fail(tr("the client container {name} did not start", name=self.client_name), result)
         return self.client_name
 
-    def client_exec(self, argv: list[str], input: str | None = None) -> CommandResult:
+    def client_exec(self, argv: list[str], input: str | None = None, timeout: float = 120) -> CommandResult:
         """Run a command in the client container (with `input` on its stdin when given)."""
         return self.runner.run(["docker", "exec", *(["-i"] if input is not None else []), self.ensure_client(),
-                                *argv], input=input, timeout=120)
+                                *argv], input=input, timeout=timeout)
 
     def network(self) -> Network:
         """The kind Docker network the nodes sit on (`docker network inspect kind`)."""
         result = self.runner.run(["docker", "network", "inspect", KIND_NETWORK], timeout=60)
         if not result.ok:
-            raise self._fail(f"docker network inspect {KIND_NETWORK}", result)
+            raise self._fail(tr("`{command}` failed", command=f"docker network inspect {KIND_NETWORK}"), result)
         return Network.from_inspect(result.stdout)
 
     def client_ip(self) -> str | None:
@@ -247,6 +253,33 @@ class KindCluster:
         return delete_cluster(self.name, self.runner)
 
 
+def not_ready(expected: list[str], nodes: list[dict], pods: list[dict]) -> list[str]:
+    """What keeps a cluster from being ready: a node (of the `expected` names) not registered or not Ready, a
+    kube-system pod not running or not ready. Empty when everything is.
+
+    >>> node = {"metadata": {"name": "c-worker"}, "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    >>> not_ready(["c-control-plane", "c-worker"], [node], [])
+    ['node c-control-plane not registered', 'node c-worker not Ready']
+    """
+    found = []
+    registered = {n["metadata"]["name"]: n for n in nodes}
+    for name in expected:
+        node = registered.get(name)
+        if node is None:
+            found.append(tr("node {node} not registered", node=name))
+        elif not any(c.get("type") == "Ready" and c.get("status") == "True"
+                     for c in (node.get("status") or {}).get("conditions") or []):
+            found.append(tr("node {node} not Ready", node=name))
+    for pod in pods:
+        status = pod.get("status") or {}
+        if status.get("phase") == "Succeeded":
+            continue
+        if status.get("phase") != "Running" or not all(c.get("ready") for c in status.get("containerStatuses") or []):
+            found.append(tr("pod kube-system/{pod} {phase}", pod=pod["metadata"]["name"],
+                            phase=status.get("phase") or "Pending"))
+    return found
+
+
 class KindBackend(KubeBackend):
     """The Lab verbs on a kind cluster: the kube backend plus node access through Docker."""
 
@@ -256,7 +289,8 @@ class KindBackend(KubeBackend):
                  workers: int = 3, image: str | None = NODE_IMAGE, load_images: bool = True,
                  runner: CommandRunner | None = None, progress: str | None = None,
                  node_ports: tuple[int, ...] | None = None, request_timeout: float = 30, create: bool = True,
-                 preflight: bool = True, load_balancer: bool = True, pod_subnet: str = POD_SUBNET):
+                 preflight: bool = True, load_balancer: bool = True, pod_subnet: str = POD_SUBNET,
+                 ready_timeout: float = READY_SECONDS):
         runner = runner or CommandRunner()
         if preflight:
             found = problems(proxy_mode, runner)
@@ -274,12 +308,42 @@ class KindBackend(KubeBackend):
         self._virtual = False
         self._last_write: float | None = None
         self._caught_up: dict[str, float] = {}
-        if not created and self.proxy_mode() != proxy_mode:
-            self.set_proxy_mode(proxy_mode)
         self.load_balancer: LoadBalancerController | None = None
         self.load_balancer_problem: str | None = None
+        try:
+            self.wait_until_ready(ready_timeout)
+        except BaseException:
+            self.close()
+            raise
+        if not created and self.proxy_mode() != proxy_mode:
+            self.set_proxy_mode(proxy_mode)
         if load_balancer:
             self._start_load_balancer()
+
+    def wait_until_ready(self, timeout: float = READY_SECONDS) -> None:
+        """Until every node of the cluster (`kind get nodes`) is registered and Ready, and every kube-system pod
+        (CNI, kube-proxy, the NetworkPolicy firewall, CoreDNS) runs and is ready: `kind create cluster --wait` covers
+        the control plane only, and a Deployment made before the workers are Ready all lands on the first one."""
+        expected = self.kind_cluster.nodes()
+        pending: list[str] = []
+
+        def ready() -> bool:
+            pending[:] = not_ready(expected, self.list("nodes", None, None), self.list("pods", "kube-system", None))
+            return not pending
+
+        if ready():
+            return
+        progress = make_progress(tr("Waiting for the nodes of {cluster} to be Ready", cluster=self.kind_cluster.name),
+                                 1, self.kind_cluster.progress_kind)
+        try:
+            self._wait(ready, timeout, ("nodes", "pods"), what="the cluster's nodes and system pods")
+        except TimeoutError:
+            progress.finish(False)
+            raise BackendUnavailable(tr("kind cluster {cluster} is not ready after {seconds:g} s: {pending}. `kubectl "
+                                        "describe node` and `kubectl -n kube-system get pods` show why",
+                                        cluster=self.kind_cluster.name, seconds=timeout,
+                                        pending="; ".join(pending))) from None
+        progress.finish(True)
 
     # --- the load balancer --------------------------------------------------------------------------------------
     def _start_load_balancer(self) -> None:
@@ -340,39 +404,6 @@ class KindBackend(KubeBackend):
                                         why=self.load_balancer_problem or tr("it was turned off with Lab(..., load_balancer=False)")))
         return self._typed(resolve("services"), self.load_balancer.wait_assigned(namespace, name))
 
-    def create(self, obj: dict, field_validation: str = "Strict") -> dict:
-        """As on any cluster; the next request waits until kube-proxy has written what this changed."""
-        try:
-            return super().create(obj, field_validation)
-        finally:
-            self._wrote()
-
-    def delete(self, kind: str, name: str, namespace: str | None, grace_period: int | None = None) -> dict:
-        """As on any cluster; the next request waits until kube-proxy has written what this changed."""
-        try:
-            return super().delete(kind, name, namespace, grace_period)
-        finally:
-            self._wrote()
-
-    def scale(self, name: str, replicas: int, namespace: str) -> dict:
-        """As on any cluster; the next request waits until kube-proxy has written what this changed."""
-        try:
-            return super().scale(name, replicas, namespace)
-        finally:
-            self._wrote()
-
-    def kubectl(self, command: str | list[str], *, show: bool = True, input: str | None = None,
-                timeout: float | None = None, events: int | None = None) -> Any:
-        """Real kubectl, as on any cluster; after a command that changes objects, the next request waits until
-        kube-proxy has written what it changed."""
-        try:
-            return super().kubectl(command, show=show, input=input, timeout=timeout, events=events)
-        finally:
-            args = shlex.split(command) if isinstance(command, str) else list(command)
-            args = args[1:] if args[:1] == ["kubectl"] else args
-            if any(a in KUBECTL_WRITES for a in args[:2]):
-                self._wrote()
-
     def _catch_up(self, node: str | None) -> None:
         """Before traffic enters `node`: let its kube-proxy write the last change (bounded). A real kube-proxy
         writes a change within its sync period, so a request sent the instant after `lab.apply` would meet the old
@@ -401,16 +432,6 @@ class KindBackend(KubeBackend):
         """The node's kube-proxy metrics as read, and its (last queued, last synced) times when they hold them."""
         done = self.kind_cluster.node_exec(node, ["curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS])
         return done, (parse.sync_marks(done.stdout) if done.ok else None)
-
-    def _slices_written(self) -> bool:
-        """Whether every Service of the lab's namespace that selects pods has an EndpointSlice."""
-        try:
-            sliced = {(s["metadata"].get("labels") or {}).get("kubernetes.io/service-name")
-                      for s in self.list("endpointslices", None, None)}
-            return all(svc["metadata"]["name"] in sliced for svc in self.list("services", None, None)
-                       if (svc.get("spec") or {}).get("selector"))
-        except APIError:
-            return True
 
     def _catch_up_for(self, url: str, source: str) -> None:
         try:
@@ -606,44 +627,61 @@ class KindBackend(KubeBackend):
                           source: str) -> tuple[str | None, tool_output.ConntrackRecord | None]:
         if not out.local_port:
             return None, None
-        target = url if "://" in url else f"http://{url}"
-        if parse_host(target) is None and out.remote_ip:
-            target = f"http://{out.remote_ip}/"   # a name: the address curl connected to
+        nodes = self._entry_candidates(out, url, source)
+
+        def read(node: str) -> list[tool_output.ConntrackRecord]:
+            done = self._node_run(node, ["conntrack", "-L", "-p", "tcp", "--orig-port-src", str(out.local_port)])
+            return tool_output.parse_conntrack(done.stdout)
+
+        return _find_entry(out, nodes, read)
+
+    def _entry_candidates(self, out: tool_output.CurlOutput, url: str, source: str,
+                          chosen: dict[int, str | None] | None = None) -> list[str]:
+        """The nodes whose conntrack may hold a request's connection, the likely ones first (`chosen`: the next hop
+        the client's kernel picked for each local port, when a batch already asked it)."""
+        target = _entry_target(out, url)
         try:
             node = self._entry_node(target, source)
-            nodes = [node] if node is not None else self._balancer_entry_nodes(target, source, out)
+            if node is not None:
+                return [node]
+            hop = chosen.get(out.local_port) if chosen is not None else self._chosen_hops(target, source, [out])[0]
+            nodes = self._balancer_entry_nodes(target, source, hop)
         except APIError:
-            return None, None
-        balanced = node is None and bool(nodes)
-        if balanced:
+            return []
+        if nodes:
             # the balancer's routes may have moved since this request (a health check changed): every node is a
             # candidate, the likely ones first
             nodes += [n for n in self.kind_cluster.nodes() if n not in nodes]
-        for node in nodes:
-            done = self._node_run(node, ["conntrack", "-L", "-p", "tcp", "--orig-port-src", str(out.local_port)])
-            for record in tool_output.parse_conntrack(done.stdout):
-                if record.original.sport == out.local_port and \
-                        (not out.local_ip or record.original.src == out.local_ip) and \
-                        (not out.remote_ip or record.original.dst == out.remote_ip):
-                    return node, record
-        return (nodes[0] if nodes else None), None
+        return nodes
 
-    def _balancer_entry_nodes(self, target: str, source: str, out: tool_output.CurlOutput) -> list[str]:
+    def _chosen_hops(self, target: str, source: str, outs: list[tool_output.CurlOutput]) -> list[str | None]:
+        """For requests from the client to a load-balancer address: the next hop the client's kernel picks for each
+        connection's ports (`ip route get`, one command for them all); None where there is no such route."""
+        host = parse_host(target)
+        if source not in ("client", "outside", "external") or host is None or self.load_balancer is None \
+                or not self.load_balancer.next_hops(host):
+            return [None] * len(outs)
+        lines = []
+        for out in outs:
+            line = f"route get {host} ipproto tcp sport {out.local_port}"
+            line += f" dport {out.remote_port}" if out.remote_port else ""
+            lines.append(line + (f" from {out.local_ip}" if out.local_ip else ""))
+        answers = self.kind_cluster.client_exec(["ip", "-4", "-o", "-force", "-batch", "-"],
+                                                input="\n".join(lines) + "\n").stdout.splitlines()
+        if len(answers) != len(outs):
+            answers = [self.kind_cluster.client_exec(["ip", "-4", "-o", *line.split()]).stdout for line in lines]
+        return [words[words.index("via") + 1] if "via" in words[:-1] else None
+                for words in (answer.split() for answer in answers)]
+
+    def _balancer_entry_nodes(self, target: str, source: str, chosen: str | None) -> list[str]:
         """The nodes a request from the client to a load-balancer address may have entered: first the next hop
-        the client's kernel picks for this connection's ports (`ip route get`), then the route's other ones."""
+        the client's kernel picked for the connection's ports (`chosen`), then the route's other ones."""
         host = parse_host(target)
         if source not in ("client", "outside", "external") or host is None or self.load_balancer is None:
             return []
         hops = list(self.load_balancer.next_hops(host))
         if not hops:
             return []
-        argv = ["ip", "-4", "route", "get", host, "ipproto", "tcp", "sport", str(out.local_port)]
-        if out.remote_port:
-            argv += ["dport", str(out.remote_port)]
-        if out.local_ip:
-            argv += ["from", out.local_ip]
-        words = self.kind_cluster.client_exec(argv).stdout.split()
-        chosen = words[words.index("via") + 1] if "via" in words[:-1] else None
         if chosen in hops:
             hops.remove(chosen)
             hops.insert(0, chosen)
@@ -652,17 +690,104 @@ class KindBackend(KubeBackend):
 
     def _from_conntrack(self, result: CurlResult, out: tool_output.CurlOutput, url: str, source: str) -> None:
         _, record = self._connection_entry(out, url, source)
+        self._fill_from_entry(result, record)
+
+    def _fill_from_entry(self, result: CurlResult, record: tool_output.ConntrackRecord | None,
+                         pods: list[dict] | None = None) -> None:
+        """What a request's result does not know yet, from its connection's conntrack entry."""
         if record is None:
             return
         if result.client_ip is None:
             result.client_ip, result.client_port = record.seen_client, record.reply.dport
         if result.pod is None:
-            pod = self._pod_by_ip(record.reply.src)
+            pod = self._pod_by_ip(record.reply.src, pods)
             if pod is not None:
                 result.pod = pod["metadata"]["name"]
                 result.namespace = pod["metadata"].get("namespace")
                 result.node = pod.get("spec", {}).get("nodeName")
                 result.endpoint = record.endpoint
+
+    def curl_batch(self, url: str, source: str, count: int, **options: Any) -> list[CurlResult]:
+        """`count` requests one after another, each a new connection, answered as `count` calls of `curl` answer
+        them. curl runs CURL_BATCH times in one command where it runs (the client container, a node or a pod), and
+        who answered is read from each node's conntrack table once per batch, not once per request."""
+        self._catch_up_for(url, source)
+        results: list[CurlResult] = []
+        while len(results) < count:
+            results += self._curl_chunk(url, source, min(CURL_BATCH, count - len(results)), options)
+        return results
+
+    def _curl_chunk(self, url: str, source: str, count: int, options: dict) -> list[CurlResult]:
+        target = self._by_node_address(url if "://" in url else f"http://{url}")
+        seconds = float(options.get("timeout", 10))
+        boundary = f"__labsupport_batch_{secrets.token_hex(8)}__"
+        script = parse.repeat_argv(tool_output.curl_argv(target, headers=options.get("headers"), timeout=seconds),
+                                   count, boundary)
+        limit = count * (seconds + 5) + 60
+        kind, _, rest = source.partition("/")
+        if source in ("client", "outside", "external"):
+            done = self.kind_cluster.client_exec(script, timeout=limit)
+            where = f"client container {self.kind_cluster.client_name} (on the kind network)"
+        elif kind == "node":
+            node = self._node_name(rest)
+            done = self.kind_cluster.node_exec(node, script, timeout=limit)
+            where = tr("node {node}", node=node)
+        elif kind == "pod":
+            ns, name = self._pod_ref(source)
+            done = self._kubectl_run(self._exec_args(name, script, ns, None), timeout=limit)
+            where = tr("pod {pod}", pod=f"{ns}/{name}")
+        else:
+            raise BadRequest(f"unknown source {source!r}: use \"client\", \"node/<name>\", \"pod/<name>\" or "
+                             "\"pod/<namespace>/<name>\"")
+        pods = self._pods()
+        runs: list[tuple[CurlResult, tool_output.CurlOutput | None]] = []
+        for code, stdout, stderr in parse.repeated_runs(done.stdout, boundary):
+            out = tool_output.parse_curl(stdout, stderr, code)
+            result = self._curl_result(url, source, out, pods)
+            result.hops = [Hop(where, f"curl {target}")]
+            runs.append(self._again_in_grace(url, source, options, result, out))
+        # what the batch did not run (a shell without mktemp, a timeout), one request at a time
+        runs += [self._curl_in_grace(url, source, options) for _ in range(count - len(runs))]
+        unknown = [(result, out) for result, out in runs
+                   if result.ok and out is not None and (result.pod is None or result.client_ip is None)]
+        if unknown:
+            pods = self._pods()
+            for (result, _), record in zip(unknown, self._connection_entries([o for _, o in unknown], url, source)):
+                self._fill_from_entry(result, record, pods)
+        return [result for result, _ in runs]
+
+    def _connection_entries(self, outs: list[tool_output.CurlOutput], url: str,
+                            source: str) -> list[tool_output.ConntrackRecord | None]:
+        """The conntrack entry of each of a batch's connections (None where none is found), each node's table read
+        at most once for them all."""
+        chosen: dict[int, str | None] = {}
+        by_target: dict[str, list[tool_output.CurlOutput]] = {}
+        for out in outs:
+            if out.local_port:
+                by_target.setdefault(_entry_target(out, url), []).append(out)
+        for target, group in by_target.items():
+            chosen.update(zip((o.local_port for o in group), self._chosen_hops(target, source, group)))
+        sources = {o.local_ip for o in outs}
+        tables: dict[str, list[tool_output.ConntrackRecord]] = {}
+
+        def read(node: str) -> list[tool_output.ConntrackRecord]:
+            if node not in tables:
+                argv = ["conntrack", "-L", "-p", "tcp"]
+                argv += ["--orig-src", next(iter(sources))] if len(sources) == 1 and None not in sources else []
+                tables[node] = tool_output.parse_conntrack(self._node_run(node, argv).stdout)
+            return tables[node]
+
+        candidates: dict[tuple, list[str]] = {}
+        found = []
+        for out in outs:
+            if not out.local_port:
+                found.append(None)
+                continue
+            key = (out.remote_ip, chosen.get(out.local_port))
+            if key not in candidates:
+                candidates[key] = self._entry_candidates(out, url, source, chosen)
+            found.append(_find_entry(out, candidates[key], read)[1])
+        return found
 
     def _identify_connection(self, result: CurlResult, conn: PodKeepAlive, known: CurlResult | None) -> None:
         """As on any cluster (the app's reply, else the connection's first answer); what is still unknown comes
@@ -709,8 +834,8 @@ class KindBackend(KubeBackend):
                     if record.dnat:
                         rewrites.append(f"DNAT {record.original.dst}:{record.original.dport} -> {record.endpoint}")
                     if record.snat:
-                        rewrites.append(f"SNAT {record.original.src}:{record.original.sport} -> "
-                                        f"{record.reply.dst}:{record.reply.dport} (masquerade)")
+                        rewrites.append(masquerade_rewrite(f"{record.original.src}:{record.original.sport}",
+                                                           f"{record.reply.dst}:{record.reply.dport}"))
                     pod = self._pod_by_ip(record.reply.src)
                     if pod is not None and result.pod is None:
                         result.pod, result.namespace = pod["metadata"]["name"], pod["metadata"].get("namespace")
@@ -847,6 +972,25 @@ class KindBackend(KubeBackend):
         """Delete the kind cluster (what `labsupport down` does)."""
         self.close()
         return self.kind_cluster.delete()
+
+
+def _entry_target(out: tool_output.CurlOutput, url: str) -> str:
+    """The URL a request's connection went to: the URL, or where its host is a name, the address curl connected to."""
+    target = url if "://" in url else f"http://{url}"
+    return f"http://{out.remote_ip}/" if parse_host(target) is None and out.remote_ip else target
+
+
+def _find_entry(out: tool_output.CurlOutput, nodes: list[str], read: Callable[[str], list[tool_output.ConntrackRecord]]
+                ) -> tuple[str | None, tool_output.ConntrackRecord | None]:
+    """The first of `nodes` whose conntrack entries (`read(node)`) hold the connection curl reported in `out`: its
+    local port, and its local and remote addresses where curl said them."""
+    for node in nodes:
+        for record in read(node):
+            if record.original.sport == out.local_port and \
+                    (not out.local_ip or record.original.src == out.local_ip) and \
+                    (not out.remote_ip or record.original.dst == out.remote_ip):
+                return node, record
+    return (nodes[0] if nodes else None), None
 
 
 def parse_host(url: str) -> str | None:

@@ -32,6 +32,11 @@ KIND_RELEASE_FOR_IMAGE = (0, 33, 0)
 # containerd's CRI plugin: keep oom_score_adj at or above the parent's (no CAP_SYS_RESOURCE needed)
 OOM_PATCH = '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true\n'
 
+#: The API server's admission plugins on the lab's clusters: kubeadm's own (NodeRestriction) and
+#: DenyServiceExternalIPs, which refuses every new `spec.externalIPs`: an external IP takes that address's traffic
+#: for the whole cluster, a classmate's ClusterIP included (CVE-2020-8554).
+ADMISSION_PLUGINS = ("NodeRestriction", "DenyServiceExternalIPs")
+
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
 POD_SUBNET = ClusterConfig.pod_cidr
@@ -91,7 +96,8 @@ def cluster_config(proxy_mode: str = "iptables", *, name: str = DEFAULT_CLUSTER,
     kubeadm patches (InitConfiguration for the first node, JoinConfiguration for the rest), as kubelet flags.
     cgroup_v1: the host runs cgroup v1, which kubelet 1.37 refuses unless told `failCgroupV1: false`;
     restrict_oom_score_adj: root lacks CAP_SYS_RESOURCE, so the nodes' containerd must not lower oom_score_adj;
-    pod_subnet: the pods' addresses (a cluster whose pods this host routes to needs one no other cluster uses)."""
+    pod_subnet: the pods' addresses (a cluster whose pods this host routes to needs one no other cluster uses).
+    Every cluster's API server runs the ADMISSION_PLUGINS (a kubeadm patch)."""
     if proxy_mode not in PROXY_MODES:
         raise UnknownProxyMode(proxy_mode, PROXY_MODES)
     if workers < 0:
@@ -115,11 +121,20 @@ def cluster_config(proxy_mode: str = "iptables", *, name: str = DEFAULT_CLUSTER,
         "kind": "Cluster", "apiVersion": API_VERSION, "name": name,
         "networking": {"kubeProxyMode": proxy_mode, "podSubnet": pod_subnet, "serviceSubnet": SERVICE_SUBNET},
         "nodes": nodes}
+    config["kubeadmConfigPatches"] = [admission_patch()]
     if cgroup_v1:
-        config["kubeadmConfigPatches"] = [yaml.safe_dump({"kind": "KubeletConfiguration", "failCgroupV1": False})]
+        config["kubeadmConfigPatches"].append(yaml.safe_dump({"kind": "KubeletConfiguration", "failCgroupV1": False}))
     if restrict_oom_score_adj:
         config["containerdConfigPatches"] = [OOM_PATCH]
     return config
+
+
+def admission_patch(plugins: tuple[str, ...] = ADMISSION_PLUGINS) -> str:
+    """A kubeadm merge patch that runs the API server with these admission plugins (kind turns the map of
+    `extraArgs` into kubeadm v1beta4's list)."""
+    return yaml.safe_dump({"kind": "ClusterConfiguration",
+                           "apiServer": {"extraArgs": {"enable-admission-plugins": ",".join(plugins)}}},
+                          sort_keys=False)
 
 
 def config_yaml(config: dict[str, Any]) -> str:

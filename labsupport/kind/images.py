@@ -2,7 +2,8 @@
 
 Where a registry is reachable the kind backend uses kind's own node image (`config.NODE_IMAGE`); where this
 machine built `NODE_IMAGE` here, that one is used, with kind's default CNI replaced by the lab's own
-(kind-images/node/default-cni.yaml) and every image below already inside the node.
+(kind-images/node/default-cni.yaml), kube-router's NetworkPolicy firewall beside it, and every image below already
+inside the node.
 """
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ KUBERNETES_VERSION = "v1.37.2"
 BASE_IMAGE = "labsupport/debian:bookworm"
 NODE_IMAGE = f"labsupport/kind-node:{KUBERNETES_VERSION}"
 CNI_IMAGE = "labsupport/kind-cni:v1"
+#: The release of kube-router whose NetworkPolicy firewall enforces the cluster's NetworkPolicies (its Go module; the
+#: module proxy offers this one).
+KUBE_ROUTER_VERSION = "v2.1.0"
+#: kube-router run with only its firewall (`--run-firewall`, no routing or service proxy), as a DaemonSet beside the
+#: lab's CNI (kind-images/node/default-cni.yaml).
+NETWORK_POLICY_IMAGE = f"labsupport/kube-router:{KUBE_ROUTER_VERSION}"
 #: A student's server for JupyterHub's KubeSpawner (kind-images/images/singleuser.Dockerfile): loaded into a cluster
 #: when a test spawns one (`kind load docker-image`), not part of the node image, whose content it would change
 #: with every edit of the project.
@@ -47,8 +54,9 @@ def lesson_images() -> tuple[str, ...]:
 
 
 def node_preload() -> list[str]:
-    """The images imported into the node's containerd: the control plane, the CNI daemon, the lessons' images."""
-    return [*CONTROL_PLANE.values(), CNI_IMAGE, *lesson_images()]
+    """The images imported into the node's containerd: the control plane, the CNI daemon, the NetworkPolicy firewall,
+    the lessons' images."""
+    return [*CONTROL_PLANE.values(), CNI_IMAGE, NETWORK_POLICY_IMAGE, *lesson_images()]
 
 
 def local_node_image(runner: CommandRunner | None = None) -> str | None:

@@ -8,8 +8,11 @@ LoadBalancer address). The reply goes back through the node's conntrack entry.
 
 - **Addresses** come from a pool at the top of the kind Docker network's IPv4 subnet (`address_pool`), never an
   address a container holds; `allocate` keeps the addresses Services already have and hands out the lowest free
-  one to each new Service, oldest Service first. The address is written through the status subresource
-  (`ipMode: VIP`) and taken back when the Service is deleted or stops being a LoadBalancer.
+  one to each new Service, oldest Service first. A namespace annotated with a block of its own
+  (`labsupport.dev/load-balancer-ips: CIDR`, a class's student: `labsupport class cluster --load-balancer-pool`)
+  gets addresses from that block only, and no other namespace ever gets one of them. The address is written through
+  the status subresource (`ipMode: VIP`) and taken back when the Service is deleted or stops being a LoadBalancer.
+  A Service that gets none is told why in an Event (`kubectl describe svc`).
 - **Routes** live in the client container only (the "outside" `lab.curl(..., source="client")` runs from), one
   route per address: through every node that takes external traffic for `externalTrafficPolicy: Cluster`; for
   `Local`, through the nodes whose `healthCheckNodePort` answers `/healthz` with 200 (kube-proxy's own health
@@ -43,6 +46,10 @@ HEALTH_PERIOD = 2
 IDLE_PERIOD = 10
 #: How long `wait_assigned` waits for an address by default (seconds).
 ASSIGN_TIMEOUT = 30.0
+#: The namespace annotation naming the block of addresses (a CIDR) that namespace's Services get theirs from.
+NAMESPACE_BLOCK = "labsupport.dev/load-balancer-ips"
+#: The reason of the Event a Service gets when it gets no address.
+PENDING_REASON = "AddressNotAssigned"
 UNREACHABLE = "unreachable"
 
 Key = tuple[str, str]   # (namespace, name) of a Service
@@ -113,10 +120,37 @@ class Allocation:
     unassigned: dict[Key, str] = field(default_factory=dict)
 
 
-def allocate(services: Iterable[dict], pool: list[str]) -> Allocation:
+def namespace_blocks(namespaces: Iterable[dict]) -> dict[str, str]:
+    """Each namespace that has a block of addresses of its own (`NAMESPACE_BLOCK`), with that block."""
+    found = {}
+    for ns in namespaces:
+        meta = ns.get("metadata") or {}
+        block = (meta.get("annotations") or {}).get(NAMESPACE_BLOCK)
+        if block:
+            found[meta.get("name", "")] = block
+    return found
+
+
+def _owners(pool: list[str], blocks: dict[str, str]) -> dict[str, str]:
+    """Each pool address inside a namespace's block, with that namespace (a malformed block reserves nothing)."""
+    owners = {}
+    for namespace, block in sorted(blocks.items()):
+        try:
+            network = ipaddress.IPv4Network(block, strict=False)
+        except ValueError:
+            continue
+        for ip in pool:
+            if ipaddress.IPv4Address(ip) in network:
+                owners.setdefault(ip, namespace)
+    return owners
+
+
+def allocate(services: Iterable[dict], pool: list[str], blocks: dict[str, str] | None = None) -> Allocation:
     """Addresses for the served Services: an address a Service already has stays its own (the older Service keeps
     it when two claim one); a `spec.loadBalancerIP` in the pool is honoured when free; every other Service gets
-    the lowest free address, oldest Service first. Services no longer served give their pool address back.
+    the lowest free address, oldest Service first. A namespace with a block of its own (`blocks`: namespace → CIDR)
+    gets addresses only from it, and no other namespace gets those. Services no longer served give their pool
+    address back.
 
     >>> svc = lambda name, t, ip=None: {"metadata": {"name": name, "namespace": "a", "creationTimestamp": t},
     ...     "spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {"ingress": [{"ip": ip}] if ip else []}}}
@@ -124,13 +158,19 @@ def allocate(services: Iterable[dict], pool: list[str]) -> Allocation:
     {('a', 'old'): '10.0.0.2', ('a', 'new'): '10.0.0.1'}
     """
     in_pool = set(pool)
+    blocks = dict(blocks or {})
+    owners = _owners(pool, blocks)
+
+    def may_hold(namespace: str, ip: str) -> bool:
+        return owners.get(ip) == (namespace if namespace in blocks else None)
+
     services = sorted(services, key=_created)
     assigned: dict[Key, str] = {}
     holders: dict[str, Key] = {}
     ours = [s for s in services if is_ours(s)]
     for service in ours:   # addresses already held
         for ip in ingress_ips(service):
-            if ip in in_pool and ip not in holders:
+            if ip in in_pool and ip not in holders and may_hold(service_key(service)[0], ip):
                 holders[ip] = service_key(service)
                 assigned[service_key(service)] = ip
                 break
@@ -140,28 +180,38 @@ def allocate(services: Iterable[dict], pool: list[str]) -> Allocation:
         key = service_key(service)
         if key in assigned:
             continue
+        namespace = key[0]
         wanted = (service.get("spec") or {}).get("loadBalancerIP")
         if wanted:
-            if wanted in free:
+            if wanted in free and may_hold(namespace, wanted):
                 free.remove(wanted)
                 assigned[key] = wanted
+            elif wanted in owners and owners[wanted] != namespace:
+                unassigned[key] = tr("spec.loadBalancerIP {ip} belongs to another namespace's addresses: ask for "
+                                     "one of your own{block}", ip=wanted,
+                                     block=f" ({blocks[namespace]})" if namespace in blocks else "")
             else:
                 unassigned[key] = tr("spec.loadBalancerIP {ip} is not a free address of the kind load balancer's "
                                      "pool {first}–{last}", ip=wanted, first=pool[0] if pool else "?",
                                      last=pool[-1] if pool else "?")
             continue
-        if not free:
-            unassigned[key] = tr("the kind load balancer's pool ({count} addresses) is used up: delete a "
-                                 "LoadBalancer Service you no longer need", count=len(pool))
+        mine = next((ip for ip in free if may_hold(namespace, ip)), None)
+        if mine is None:
+            unassigned[key] = (tr("the addresses of namespace {namespace} ({block}) are all in use: delete a "
+                                  "LoadBalancer Service you no longer need", namespace=namespace,
+                                  block=blocks[namespace]) if namespace in blocks else
+                               tr("the kind load balancer's pool ({count} addresses) is used up: delete a "
+                                  "LoadBalancer Service you no longer need", count=len(pool)))
             continue
-        assigned[key] = free.pop(0)
+        free.remove(mine)
+        assigned[key] = mine
     ingress = {}
     for service in ours:
         key = service_key(service)
         if key in assigned and ingress_ips(service) != [assigned[key]]:
             ingress[key] = assigned[key]
     release = [service_key(s) for s in services
-               if not is_ours(s) and any(ip in in_pool for ip in ingress_ips(s))]
+               if (not is_ours(s) or service_key(s) not in assigned) and any(ip in in_pool for ip in ingress_ips(s))]
     return Allocation(assigned, ingress, release, unassigned)
 
 
@@ -326,6 +376,7 @@ class LoadBalancerController:
         self.watch = watch
         self.routes: dict[str, tuple[str, ...]] = {}
         self.unassigned: dict[Key, str] = {}
+        self._told: dict[Key, str] = {}
         self.error: Exception | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -341,7 +392,8 @@ class LoadBalancerController:
             listed = self.api("GET", "/api/v1/services")
             services = listed.get("items") or []
             version = (listed.get("metadata") or {}).get("resourceVersion")
-            alloc = allocate(services, self.pool)
+            blocks = namespace_blocks(self.api("GET", "/api/v1/namespaces").get("items") or [])
+            alloc = allocate(services, self.pool, blocks)
             self.unassigned = dict(alloc.unassigned)
             nodes = node_addresses(self.api("GET", "/api/v1/nodes").get("items") or [])
             urls = health_checks(services, alloc.assigned, nodes)
@@ -359,6 +411,10 @@ class LoadBalancerController:
                 self._write_status(by_key[key], ip)
             for key in alloc.release:
                 self._write_status(by_key[key], None)
+            for key, why in alloc.unassigned.items():
+                if self._told.get(key) != why:
+                    self._tell(by_key[key], why)
+            self._told = dict(alloc.unassigned)
             return version, HEALTH_PERIOD if urls else IDLE_PERIOD
 
     def _read_routes(self) -> dict[str, tuple[str, ...]]:
@@ -376,6 +432,24 @@ class LoadBalancerController:
         for url in urls:
             argv += ["-o", "/dev/null", url]
         return parse_health(self.client(argv, None).stdout)
+
+    def _tell(self, service: dict, why: str) -> None:
+        """An Event on a Service that gets no address, saying why (`kubectl describe svc` shows it)."""
+        import secrets
+        from datetime import datetime, timezone
+        namespace, name = service_key(service)
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {"apiVersion": "v1", "kind": "Event",
+                 "metadata": {"name": f"{name}.{secrets.token_hex(8)}", "namespace": namespace},
+                 "involvedObject": {"apiVersion": "v1", "kind": "Service", "name": name, "namespace": namespace,
+                                    "uid": (service.get("metadata") or {}).get("uid")},
+                 "reason": PENDING_REASON, "message": why, "type": "Warning", "count": 1,
+                 "firstTimestamp": now, "lastTimestamp": now,
+                 "source": {"component": "labsupport-kind-loadbalancer"}}
+        try:
+            self.api("POST", f"/api/v1/namespaces/{namespace}/events", body=event)
+        except (APIError, BackendUnavailable):
+            pass   # the reason still reaches lab.apply's wait; an Event is a courtesy
 
     def _write_status(self, service: dict, ip: str | None) -> None:
         namespace, name = service_key(service)
@@ -454,4 +528,5 @@ class LoadBalancerController:
 
 __all__ = ["address_pool", "allocate", "Allocation", "ingress_status", "node_addresses", "health_checks",
            "parse_health", "desired_routes", "parse_routes", "route_line", "route_changes", "Network",
-           "LoadBalancerController", "EXCLUDE_LABEL", "service_key", "is_ours", "ingress_ips"]
+           "LoadBalancerController", "EXCLUDE_LABEL", "service_key", "is_ours", "ingress_ips", "namespace_blocks",
+           "NAMESPACE_BLOCK", "PENDING_REASON"]

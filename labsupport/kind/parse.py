@@ -13,17 +13,27 @@ from dataclasses import dataclass
 
 # --- what an app's reply reveals ------------------------------------------------------------------------------
 
-def answering_pod(body: str) -> tuple[str | None, str | None]:
-    """(pod name, client address) an app's reply reveals: echoserver's `Hostname:`/`client_address=`, agnhost's
-    `/hostname` (a bare name) or `/clientip` (`ip:port`). (None, None) for an app that says nothing about itself."""
+def request_path(url: str) -> str:
+    """The path of a request's URL (a URL without a scheme is taken as http://…)."""
+    from urllib.parse import urlsplit
+    return urlsplit(url if "://" in url or url.startswith("/") else f"http://{url}").path or "/"
+
+
+def answering_pod(body: str, path: str | None = None) -> tuple[str | None, str | None]:
+    """(pod name, client address) an app's reply reveals: echoserver's `Hostname:`/`client_address=` (its own
+    fields, before anything of the request it echoes), agnhost's `/hostname` (a bare name) or `/clientip` (`ip:port`).
+    When the request's `path` is known, a bare reply counts only from the path that makes it (agnhost's `/echo`
+    replies with whatever it was sent). (None, None) for an app that says nothing about itself."""
     host = re.search(r"^Hostname:\s*(\S+)", body, re.M)
-    client = re.search(r"client_address=(\S+)", body)
+    client = re.search(r"^\s*client_address=(\S+)", body, re.M)
     if host or client:
         return (host.group(1) if host else None), (client.group(1) if client else None)
     text = body.strip()
-    if re.fullmatch(r"\d+\.\d+\.\d+\.\d+:\d+", text) or re.fullmatch(r"\[[0-9a-fA-F:]+\]:\d+", text):
+    if path in (None, "/clientip") and (re.fullmatch(r"\d+\.\d+\.\d+\.\d+:\d+", text)
+                                        or re.fullmatch(r"\[[0-9a-fA-F:]+\]:\d+", text)):
         return None, text.rsplit(":", 1)[0].strip("[]")
-    if re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", text) and len(text) <= 253 and "." not in text:
+    if path in (None, "/hostname") and re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", text) and len(text) <= 253 \
+            and "." not in text:
         return text, None
     return None, None
 
@@ -239,3 +249,79 @@ def sync_marks(metrics: str) -> tuple[float, float] | None:
     if not found[SYNC_QUEUED] or not found[SYNC_DONE]:
         return None
     return max(found[SYNC_QUEUED]), min(found[SYNC_DONE])
+
+
+# --- several curls in one command ----------------------------------------------------------------------------
+
+#: A shell loop that runs one command ("$@") `$2` times, one after another, and frames each run as a line
+#: `<boundary> <exit code>`, the command's output, a line `<boundary>`, its errors; a last `<boundary>` line ends it.
+REPEAT_SCRIPT = r"""b="$1"; n="$2"; shift 2
+d="$(mktemp -d)" || exit 125
+i=0
+while [ "$i" -lt "$n" ]; do
+    i=$((i + 1))
+    "$@" > "$d/out" 2> "$d/err"
+    code=$?
+    printf '\n%s %s\n' "$b" "$code"
+    cat "$d/out"
+    printf '\n%s\n' "$b"
+    cat "$d/err"
+done
+printf '\n%s\n' "$b"
+rm -rf "$d"
+"""
+
+
+def repeat_argv(argv: list[str], count: int, boundary: str) -> list[str]:
+    """The command that runs `argv` `count` times in one shell (`REPEAT_SCRIPT`), framed by `boundary`."""
+    return ["sh", "-c", REPEAT_SCRIPT, "sh", boundary, str(count), *argv]
+
+
+def repeated_runs(stdout: str, boundary: str) -> list[tuple[int, str, str]]:
+    """(exit code, output, errors) of each run `repeat_argv` framed, in order. A run counts once the next boundary
+    line follows it: runs cut off by a timeout or a failed shell are left out, so the list may be shorter than the
+    count asked for."""
+    parts = stdout.split("\n" + boundary)
+    runs = []
+    for at in range(1, len(parts) - 2, 2):
+        code, newline, output = parts[at].partition("\n")
+        errors = parts[at + 1]
+        if not newline or not code.strip().lstrip("-").isdigit() or not errors.startswith("\n"):
+            break
+        runs.append((int(code), output, errors[1:]))
+    return runs
+# --- kube-proxy's health server ---------------------------------------------------------------------------------
+
+def _rfc3339(stamp: str) -> float | None:
+    """Seconds since the epoch of an RFC 3339 time as Go writes it (nanoseconds, `Z` or an offset)."""
+    from datetime import datetime
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", str(stamp or "").strip())
+    if not m:
+        return None
+    base, fraction, zone = m.groups()
+    zone = "+00:00" if zone == "Z" else zone
+    return datetime.fromisoformat(base + zone).timestamp() + (float("0." + fraction) if fraction else 0.0)
+
+
+def proxy_sync_age(text: str) -> float | None:
+    """Seconds since kube-proxy last wrote its rules, from its health server's answer (`/healthz` on port 10256):
+    `status.<family>.lastUpdated` (the oldest over its IP families, so a family still behind counts) against its
+    `currentTime`, both on the node's clock. None when the answer is not kube-proxy's or says neither.
+
+    >>> proxy_sync_age('{"lastUpdated":"2026-12-06T10:00:09Z","currentTime":"2026-12-06T10:00:09.5Z",'
+    ...                '"status":{"IPv4":{"lastUpdated":"2026-12-06T10:00:07.25Z","healthy":true}}}')
+    2.25
+    """
+    import json
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    now = _rfc3339(doc.get("currentTime", ""))
+    synced = [_rfc3339((family or {}).get("lastUpdated", "")) for family in (doc.get("status") or {}).values()
+              if isinstance(family, dict)]
+    if now is None or not synced or None in synced:
+        return None
+    return round(now - min(s for s in synced if s is not None), 6)

@@ -16,7 +16,12 @@ from labsupport.kind.config import DEFAULT_CLUSTER, KIND_RELEASE_FOR_IMAGE, NODE
 from labsupport.kind.runner import CommandRunner, kubectl_path
 
 KIND_INSTALL = ("install kind v{v} (`go install sigs.k8s.io/kind@v{v}`, or the release binary from "
-                "https://kind.sigs.k8s.io/docs/user/quick-start/#installation)")
+                "https://kind.sigs.k8s.io/docs/user/quick-start/#installation), or run `make kind-images`, which "
+                "builds kind and every image of the lab's cluster on this machine, offline")
+#: What `labsupport doctor` says where this machine has no node image of its own.
+NO_LOCAL_NODE_IMAGE = ("no node image built here ({image}): kind pulls kindest/node from a registry; where none can "
+                       "be reached, run `make kind-images`, which builds it (and kind, and every image the lessons "
+                       "run) on this machine, offline")
 # The oldest kind that accepts each `networking.kubeProxyMode` (nftables came in kind v0.23.0).
 MIN_KIND = {"iptables": (0, 20, 0), "ipvs": (0, 20, 0), "nftables": (0, 23, 0)}
 # nftables kube-proxy needs kernel 5.13 and nft 1.0.1 on the node; kind nodes share the host's kernel.
@@ -153,9 +158,13 @@ def notes(proxy_mode: str = "nftables", runner: CommandRunner | None = None) -> 
     out = []
     if docker_desktop(runner):
         ports = ", ".join(str(p) for p in NODE_PORTS)
-        out.append("Docker Desktop: the node IPs (172.18.0.x) cannot be reached from this host. The lessons' "
-                   f"NodePorts ({ports}) are published on localhost — use http://localhost:<nodePort>; "
-                   "lab.curl(..., source=\"client\") runs curl in a container on the kind network instead")
+        out.append("Docker Desktop: the node IPs (172.18.0.x) cannot be reached from this host. The NodePorts "
+                   f"{ports} are published on localhost (a Service that asks for one answers at "
+                   "http://localhost:<nodePort>); lab.curl(..., source=\"client\") runs curl in a container on the "
+                   "kind network, for any port")
+    from labsupport.kind.images import NODE_IMAGE as LOCAL_NODE_IMAGE, local_node_image
+    if runner.which("docker") is not None and not local_node_image(runner):
+        out.append(NO_LOCAL_NODE_IMAGE.format(image=LOCAL_NODE_IMAGE))
     version = kind_version(runner)
     if version is not None and version < KIND_RELEASE_FOR_IMAGE:
         out.append(f"kind v{_fmt(version)} is older than v{_fmt(KIND_RELEASE_FOR_IMAGE)}, the release the pinned "
@@ -210,12 +219,41 @@ def delete_cluster(name: str = DEFAULT_CLUSTER, runner: CommandRunner | None = N
     return done
 
 
+#: The folders a lab on kind or kube keeps its private kubeconfig in (`labsupport-lab-PID-…`, see
+#: labsupport/kind/client.py), and the kubeconfig copies with tokens that releases before it left in the state folder.
+PRIVATE_KUBECONFIGS = "labsupport-lab-"
+OLD_KUBECONFIG_COPIES = ("kube-*.kubeconfig", "kind-kind-*.kubeconfig")
+
+
+def clean_kubeconfigs(folders: list[Path] | None = None) -> list[str]:
+    """Remove the kubeconfig copies labs left: the private folder of every lab whose process is gone, and the copies
+    older releases kept in the state folder (they hold the students' tokens)."""
+    import shutil
+    import tempfile
+    done = []
+    if folders is None:
+        folders = [Path(tempfile.gettempdir())] + ([Path(os.environ["XDG_RUNTIME_DIR"])]
+                                                   if os.environ.get("XDG_RUNTIME_DIR") else [])
+    for folder in folders:
+        for path in sorted(folder.glob(PRIVATE_KUBECONFIGS + "*")) if folder.is_dir() else []:
+            pid = path.name[len(PRIVATE_KUBECONFIGS):].split("-", 1)[0]
+            if path.is_dir() and pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                shutil.rmtree(path, ignore_errors=True)
+                done.append(f"removed {path} (a lab's kubeconfig; its process {pid} is gone)")
+    for pattern in OLD_KUBECONFIG_COPIES:
+        for path in sorted(state_dir().glob(pattern)):
+            path.unlink()
+            done.append(f"removed {path}")
+    return done
+
+
 def clean(runner: CommandRunner | None = None) -> list[str]:
-    """Delete every kind cluster whose name starts with the project prefix, leftover client containers, and the
-    host's routes to a cluster's pods (labsupport/kind/host_routes.py) a killed run left."""
+    """Delete every kind cluster whose name starts with the project prefix, leftover client containers, the host's
+    routes to a cluster's pods (labsupport/kind/host_routes.py) a killed run left, and the kubeconfig copies labs
+    left (`clean_kubeconfigs`)."""
     from labsupport.kind.host_routes import clean_routes
     runner = runner or CommandRunner()
-    done = []
+    done = clean_kubeconfigs()
     for name in lab_clusters(runner):
         done.extend(delete_cluster(name, runner))
     done.extend(clean_routes(runner))

@@ -1,12 +1,15 @@
 """Progress of long kind steps (creating a cluster, loading images): a widget in a notebook, a bar in a terminal.
 
 kind prints one line per step (` ✓ Ensuring node image …`, ` ✓ Preparing nodes …`); each finished step moves
-the bar, and every line lands in the log under it.
+the bar, and every line lands in the log under it. The titles and the lab's own words are in the student's
+language (`tr`); kind's lines are kind's.
 """
 from __future__ import annotations
 
 import sys
 from typing import TextIO
+
+from labsupport.i18n import tr
 
 # The steps `kind create cluster` reports, in order (the last only with --wait).
 KIND_CREATE_STEPS = ("Ensuring node image", "Preparing nodes", "Writing configuration", "Starting control-plane",
@@ -32,6 +35,7 @@ class Progress:
         self.done = 0
         self.lines: list[str] = []
         self.failed = False
+        self.finished = False
 
     def line(self, text: str) -> None:
         """One line of the tool's output; a line that completes a step (`✓`) moves the bar."""
@@ -54,9 +58,10 @@ class Progress:
     def finish(self, ok: bool = True) -> None:
         """The whole job ended."""
         self.failed = self.failed or not ok
+        self.finished = True
         if ok:
             self.done = self.total
-        self.show("done" if ok else "failed")
+        self.show(tr("done") if ok else tr("failed"))
 
     def show(self, text: str) -> None:
         """Display the current state (nothing here; see the subclasses)."""
@@ -79,7 +84,7 @@ class TerminalProgress(Progress):
     def show(self, text: str) -> None:
         """Redraw the bar on the same line."""
         self.stream.write(f"\r{self.bar()} {text.strip()[:60]:<60}")
-        if text in ("done", "failed"):
+        if self.finished:
             self.stream.write("\n")
         self.stream.flush()
 
@@ -102,10 +107,10 @@ class WidgetProgress(Progress):
         """Update the widgets."""
         self.bar.value = self.done
         self.log.value = "\n".join(self.lines[-200:])
-        if text == "done":
-            self.bar.bar_style = "success"
-        elif text == "failed" or self.failed:
+        if self.failed:
             self.bar.bar_style = "danger"
+        elif self.finished:
+            self.bar.bar_style = "success"
 
 
 def make_progress(title: str, total: int, kind: str | None = None) -> Progress:

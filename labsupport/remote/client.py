@@ -130,8 +130,9 @@ class RemoteBackend:
         """Set replicas."""
         return self.call("scale", name, replicas, namespace)
 
-    def refused(self, text: str) -> bool:
-        """Whether the server returned an error with exactly this message (the grader's connection only)."""
+    def refused(self, text: str) -> list[dict]:
+        """The requests the server refused with exactly this message: verb, kind, name, namespace, reason and field
+        errors of each (empty: it never said it; the grader's connection only)."""
         return self.call("refused", text)
 
     # --- time ----------------------------------------------------------------------------------------------
@@ -145,6 +146,7 @@ class RemoteBackend:
 
     def wait(self, condition: Callable[[], bool], timeout: float) -> float:
         """Move the clock timer by timer until `condition()` holds (it is evaluated here, between steps)."""
+        __tracebackhide__ = True     # a student's predicate fails on their own line
         start = self.now()
         deadline = start + timeout
         now = start
@@ -164,6 +166,10 @@ class RemoteBackend:
     def curl(self, url: str, source: str, **options: Any) -> CurlResult:
         """One request on the server's cluster."""
         return self.call("curl", url, source, **options)
+
+    def curl_batch(self, url: str, source: str, count: int, **options: Any) -> list[CurlResult]:
+        """`count` requests one after another on the server's cluster."""
+        return [self.curl(url, source, **options) for _ in range(count)]
 
     def connect(self, url: str, source: str) -> RemoteConnection:
         """A keep-alive connection held by the server."""

@@ -48,7 +48,9 @@ REQUEST_LIMIT = 3 * 1024 * 1024
 MAX_ADVANCE = 3600.0
 HORIZON = 86400.0
 #: How many refusals the server remembers for `refused` (a student's flood of errors stops being recorded there).
-MAX_REFUSALS = 100_000
+MAX_REFUSALS = 20_000
+#: The longest name and field text a refusal's record keeps.
+RECORD_TEXT = 256
 #: The name of the socket, beside the student socket, that relays to the API server.
 API_SOCKET = "api.sock"
 #: The kinds the picture draws as workloads.
@@ -64,6 +66,33 @@ def fingerprint(value: Any) -> str:
 def message_digest(text: str) -> str:
     """A digest of an error message: what `refused` compares."""
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    """A value as a record keeps it: numbers, booleans and short text as they are, anything else as short text."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return str(value)[:RECORD_TEXT]
+
+
+def refusal_record(method: str | None, args: list, error: BaseException) -> dict:
+    """What the server keeps of a refused request: the verb, the kind, name and namespace it asked for (from the
+    request itself), the error's reason and its field errors (field, type, value, detail)."""
+    kind = name = namespace = None
+    if method in ("apply", "create") and args and isinstance(args[0], dict):
+        meta = args[0].get("metadata") if isinstance(args[0].get("metadata"), dict) else {}
+        kind, name, namespace = args[0].get("kind"), meta.get("name"), meta.get("namespace")
+    elif method in ("get", "delete") and len(args) >= 2:
+        kind, name = args[0], args[1]
+        namespace = args[2] if len(args) > 2 else None
+    elif method == "list" and args:
+        kind = args[0]
+    elif method == "scale" and args:
+        name = args[0]
+    causes = [{"field": _plain(e.field), "type": _plain(e.type), "value": _plain(e.value), "detail": _plain(e.detail)}
+              for e in getattr(error, "errors", [])[:20] if isinstance(e, errors.FieldError)]
+    return {"verb": _plain(method), "kind": _plain(kind), "name": _plain(name), "namespace": _plain(namespace),
+            "reason": _plain(getattr(error, "reason", type(error).__name__)), "causes": causes}
 
 
 class LabServer:
@@ -82,7 +111,8 @@ class LabServer:
         self.initial_mode = proxy_mode
         self.lock = threading.RLock()
         self.served_digests: set[str] = set()
-        self.refusal_digests: set[str] = set()
+        self.refusals: dict[str, list[dict]] = {}      # message digest -> the records of the requests refused so
+        self.refusal_count = 0
         self.connections: dict[int, Any] = {}
         self.listeners: list[socket.socket] = []
         self.student_socket = student_socket
@@ -128,6 +158,7 @@ class LabServer:
     def answer(self, message: dict, student: bool) -> dict:
         """The reply to one request."""
         method = message.get("method")
+        args: Any = []
         try:
             args = wire.decode(message.get("args") or [])
             kwargs = wire.decode(message.get("kwargs") or {})
@@ -141,8 +172,12 @@ class LabServer:
             return {"id": message.get("id"), "result": encoded}
         except Exception as e:       # every failure is the client's answer, never the server's end
             error = wire.encode_error(e)
-            if len(self.refusal_digests) < MAX_REFUSALS:
-                self.refusal_digests.add(message_digest(str(wire.decode_error(error))))
+            with self.lock:
+                if self.refusal_count < MAX_REFUSALS:
+                    self.refusal_count += 1
+                    self.refusals.setdefault(message_digest(str(wire.decode_error(error))), []).append(
+                        refusal_record(method if isinstance(method, str) else None,
+                                       args if isinstance(args, list) else [], e))
             return {"id": message.get("id"), "error": error}
 
     def served(self, value: Any) -> Any:
@@ -320,9 +355,12 @@ class LabServer:
         """Whether this value (an object, a list of objects, a result) is one the cluster handed out."""
         return fingerprint(value) in self.served_digests
 
-    def do_refused(self, student: bool, text: str) -> bool:
-        """Whether `text` is the message of an error this server returned (what `str(err)` gives the client)."""
-        return isinstance(text, str) and message_digest(text) in self.refusal_digests
+    def do_refused(self, student: bool, text: str) -> list[dict]:
+        """The requests this server refused with the message `text` (what `str(err)` gives the client), each as
+        `refusal_record` keeps it; empty when it never said it."""
+        if not isinstance(text, str):
+            return []
+        return [dict(record) for record in self.refusals.get(message_digest(text), [])[:50]]
 
 def bind(path: str, owner: int | None = None) -> socket.socket:
     """A listening unix socket at `path` that only its owner may use (`owner`: that uid instead of ours)."""
@@ -365,4 +403,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["LabServer", "fingerprint", "message_digest", "bind", "main"]
+__all__ = ["LabServer", "fingerprint", "message_digest", "refusal_record", "bind", "main"]

@@ -27,17 +27,15 @@ def kube(server, tmp_path, monkeypatch):
     lab.close()
 
 
-# --- the real kind tier: one cluster for the whole tier ------------------------------------------------------------
+# --- the real kind tier: one shared cluster and a small one for the whole tier (tests/kind/tier_cluster.py) ---------
 import os  # noqa: E402
 import pathlib  # noqa: E402
 import time  # noqa: E402
 
 from labsupport.testing import in_ci, require  # noqa: E402
-
-KIND_MODE = os.environ.get("LABSUPPORT_KIND_MODE", "nftables")
-KIND_CLUSTER = os.environ.get("LABSUPPORT_KIND_CLUSTER", "labsupport-test")
-#: one control plane and six workers, two per zone: the shape lesson 07 asks for (the other lessons fit in it)
-KIND_WORKERS = int(os.environ.get("LABSUPPORT_KIND_WORKERS", "6"))
+from tests.kind.tier_cluster import (KIND_CLUSTER, KIND_MODE, KIND_WORKERS, SMALL_CLUSTER,  # noqa: E402,F401
+                                     cluster_ready, open_shared, open_small)
+from tests.timetable import timed_phase  # noqa: E402
 
 
 def kind_tier_enabled() -> bool:
@@ -84,28 +82,73 @@ def require_kind_tier(mode: str = KIND_MODE) -> None:
     require(found, "kind")
 
 
-def cluster_ready(lab: Lab, workers: int = KIND_WORKERS) -> bool:
-    """Every node (a control plane and `workers` workers) Ready and every kube-system pod Running and ready."""
-    nodes = lab.get("nodes")
-    pods = lab.get("pods", namespace="kube-system")
-    return (len(nodes) == 1 + workers
-            and all(any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", []))
-                    for n in nodes)
-            and bool(pods) and all(p["status"].get("phase") == "Running"
-                                   and all(s.get("ready") for s in p["status"].get("containerStatuses", []))
-                                   for p in pods))
+#: How long the tier waits for the clusters `.ci/run` makes ahead of it (after the images) before making them itself.
+CLUSTERS_AHEAD_TIMEOUT = 30 * 60
+
+
+def wait_for_clusters_made_ahead(status: pathlib.Path | None = None, timeout: float = CLUSTERS_AHEAD_TIMEOUT) -> None:
+    """Wait for `python -m tests.kind.tier_cluster` started by `.ci/run` once the images were built
+    (LABSUPPORT_KIND_CLUSTERS_STATUS names the file its exit code is written to, LABSUPPORT_KIND_CLUSTERS_LOG its
+    output), so that no two `kind create` of one cluster run at once. What it could not make, the tier makes: its
+    reason is printed here (shown with the test's output) and the tier goes on."""
+    where = status or (pathlib.Path(os.environ["LABSUPPORT_KIND_CLUSTERS_STATUS"])
+                       if os.environ.get("LABSUPPORT_KIND_CLUSTERS_STATUS") else None)
+    if where is None:
+        return
+    deadline = time.monotonic() + timeout
+    while not (where.exists() and where.read_text().strip()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"the kind clusters made ahead of the tier are not ready after {timeout / 60:.0f} min "
+                        f"({where} is still empty)", pytrace=False)
+        time.sleep(min(2, max(0.2, timeout / 100)))
+    code = where.read_text().strip()
+    if code != "0":
+        log = pathlib.Path(os.environ.get("LABSUPPORT_KIND_CLUSTERS_LOG", ""))
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:]) if log.is_file() else "(no log)"
+        print(f"the clusters made ahead of the tier: exit code {code}; the tier makes what is missing. "
+              f"The end of {log}:\n{tail}")
+
+
+def opened(name: str, open_lab, workers: int, timeout: float = 420) -> Lab:
+    """The Lab `open_lab()` opens on cluster `name`, once every node and kube-system pod is ready; the time it took
+    is a phase of the time table, named for whether the cluster was made here or adopted."""
+    from labsupport.kind.preflight import list_clusters
+    from labsupport.kind.runner import CommandRunner
+    made = name not in list_clusters(CommandRunner())
+    with timed_phase(f"kind cluster {name}: {'made' if made else 'adopted'} by the tier"):
+        lab = open_lab()
+        try:
+            # kind's --wait covers the control plane only: wait for every node, its CNI and kube-proxy, and CoreDNS
+            lab.wait(lambda l: cluster_ready(l, workers), timeout=timeout)
+        except BaseException:
+            release_cluster(lab)
+            raise
+    return lab
 
 
 @pytest.fixture(scope="package")
 def kind_cluster():
-    """The tier's one real kind cluster (created or reused), deleted after the tier's last test (so it does not idle
-    through the other tiers) unless LABSUPPORT_KIND_KEEP=1.
+    """The tier's one shared kind cluster (made ahead of the tier, made here or reused), deleted after the tier's last
+    test (so it does not idle through the other tiers) unless LABSUPPORT_KIND_KEEP=1.
     Yields a Lab on it in namespace default; tests that leave objects behind use a namespace of their own."""
     require_kind_tier()
-    lab = Lab(backend="kind", proxy_mode=KIND_MODE, name=KIND_CLUSTER, workers=KIND_WORKERS, progress="quiet")
+    wait_for_clusters_made_ahead()
+    lab = opened(KIND_CLUSTER, open_shared, KIND_WORKERS)
     try:
-        # kind's --wait covers the control plane only: wait for every node, its CNI and kube-proxy, and CoreDNS
-        lab.wait(cluster_ready, timeout=420)
+        yield lab
+    finally:
+        release_cluster(lab)
+
+
+@pytest.fixture(scope="package")
+def small_cluster():
+    """The tier's small cluster (one worker; made ahead of the tier, made here or reused) for what must not share
+    the shared one: lesson 04's mode switches and the KubeSpawner test's host routes. Yields a Lab on it in namespace
+    default, without the load balancer; deleted after the tier unless LABSUPPORT_KIND_KEEP=1."""
+    require_kind_tier()
+    wait_for_clusters_made_ahead()
+    lab = opened(SMALL_CLUSTER, lambda: open_small(load_images=False, load_balancer=False), 1)
+    try:
         yield lab
     finally:
         release_cluster(lab)
@@ -134,3 +177,13 @@ def kind_ns(kind_cluster, request):
     finally:
         lab.close()
         kind_cluster.delete("namespaces", name, namespace=None)
+
+
+@pytest.fixture(scope="package")
+def shared_class(kind_cluster, tmp_path_factory):
+    """A class of three students on the tier's cluster (tests/kind/student_class.py), shared by the class tests and
+    the escape suite, deleted after them."""
+    from tests.kind.student_class import make_class, remove_class
+    klass = make_class(kind_cluster.kubeconfig, tmp_path_factory.mktemp("shared-class"))
+    yield klass
+    remove_class(klass, kind_cluster)

@@ -72,7 +72,7 @@ def test_create_uses_the_node_image_built_here_on_the_labs_network(state):
     written = yaml.safe_load((state / "kind-labsupport.yaml").read_text())
     assert {n["image"] for n in written["nodes"]} == {"labsupport/kind-node:v1.37.2"}
     assert len(written["nodes"]) == 2 and config_problems(written) == []
-    assert "failCgroupV1: false" in written["kubeadmConfigPatches"][0]
+    assert "failCgroupV1: false" in written["kubeadmConfigPatches"][1]
     assert "restrict_oom_score_adj = true" in written["containerdConfigPatches"][0]
 
 
@@ -91,7 +91,7 @@ def test_create_failure_says_what_kind_said(state):
     runner = RecordingRunner()
     runner.answer(["kind", "create"], returncode=1, stdout=" ✗ Preparing nodes 📦\nERROR: failed to create "
                   "cluster: could not find a log line that matches \"Reached target .*Multi-User System.*\"\n")
-    with pytest.raises(BackendUnavailable, match=r"kind create cluster --name labsupport failed \(exit code 1\)"
+    with pytest.raises(BackendUnavailable, match=r"`kind create cluster --name labsupport` failed \(exit code 1\)"
                                                  r":\n✗ Preparing nodes"):
         KindCluster("labsupport", "iptables", runner, progress="quiet").create()
 
@@ -167,6 +167,27 @@ def test_progress_follows_kinds_steps():
     quiet = Progress("x", 8)
     quiet.line(" ✗ Preparing nodes 📦")
     assert quiet.failed
+
+
+def test_the_progress_speaks_the_students_language(state, monkeypatch):
+    """In a Russian lesson the widget's title and the lab's own words are Russian; kind's own lines stay kind's."""
+    monkeypatch.setenv("LABSUPPORT_LANG", "ru")
+    shown = []
+    monkeypatch.setattr("labsupport.kind.cluster.make_progress",
+                        lambda title, total, kind=None: shown.append(title) or Progress(title, total))
+    runner = RecordingRunner()
+    runner.answer(["kind", "get", "clusters"], stdout="No kind clusters found.\n")
+    runner.answer(["kind", "create", "cluster"], stdout=KIND_CREATE_OUTPUT)
+    runner.answer(["docker", "image", "inspect", "--format", "{{.Id}}", "nginx:1.27"], stdout="sha256:1\n")
+    cluster = KindCluster("labsupport-ru", "nftables", runner, progress="quiet")
+    cluster.ensure()
+    cluster.load_images(("nginx:1.27",))
+    assert shown == ["Создаю kind-кластер labsupport-ru (режим kube-proxy nftables)",
+                     "Загружаю образы в labsupport-ru: 1"]
+    out = io.StringIO()
+    bar = TerminalProgress(shown[0], 1, stream=out)
+    bar.finish(True)
+    assert out.getvalue().rstrip().endswith("готово")
 
 
 # --- node verbs: the embedded API server for objects, scripted docker output for nodes ----------------------
@@ -304,6 +325,52 @@ def test_curl_sources_and_the_answering_pod_from_conntrack(kind_lab):
                   stderr="curl: (7) Failed to connect to 10.96.0.99 port 80 after 0 ms: Couldn't connect to server\n")
     refused = lab.curl("http://10.96.0.99/", source="node/lab-worker2")
     assert refused.refused and not refused.ok and refused.error.startswith("curl: (7)")
+
+
+def test_a_batch_of_requests_runs_curl_in_one_command_and_reads_each_nodes_conntrack_once(kind_lab, monkeypatch):
+    lab, runner = kind_lab, kind_lab.runner
+    lab.apply(lesson.WEB)
+    lab.wait(lambda l: lesson.ready(l, "web") == 3)
+    pods = lesson.running_pods(lab, "web")
+    monkeypatch.setattr("labsupport.kind.cluster.secrets.token_hex", lambda n: "b0")
+    boundary = "__labsupport_batch_b0__"
+    nginx = "<!DOCTYPE html>\n<title>Welcome to nginx!</title>\n"
+    answered = "".join(f"\n{boundary} 0\n{nginx}{tool_output.CURL_MARK} 200 172.18.0.3 30080 172.18.0.9 {port}\n"
+                       f"\n{boundary}\n" for port in (48812, 48813))
+    refused = (f"\n{boundary} 7\n{tool_output.CURL_MARK} 000  0  0\n\n{boundary}\ncurl: (7) Failed to connect to "
+               f"172.18.0.3 port 30080 after 0 ms: Couldn't connect to server\n")
+    runner.answer(["docker", "inspect", "-f", "{{.State.Running}}"], stdout="true\n")
+    runner.answer(["docker", "exec", "labsupport-client", "sh", "-c"], stdout=answered + refused + f"\n{boundary}\n")
+    runner.answer(["docker", "exec", "lab-worker", "conntrack", "-L", "-p", "tcp", "--orig-src", "172.18.0.9"],
+                  stdout="".join(f"tcp      6 117 TIME_WAIT src=172.18.0.9 dst=172.18.0.3 sport={port} dport=30080 "
+                                 f"src={pod['status']['podIP']} dst=172.18.0.3 sport=80 dport={port + 1000} "
+                                 "[ASSURED] mark=0 use=1\n" for port, pod in ((48812, pods[0]), (48813, pods[1]))))
+    results = lab.backend.curl_batch("http://172.18.0.3:30080/", "client", 3)
+    assert [r.pod for r in results] == [pods[0]["metadata"]["name"], pods[1]["metadata"]["name"], None]
+    assert [r.client_ip for r in results] == ["172.18.0.3", "172.18.0.3", None], "masqueraded to the node"
+    assert results[0].ok and results[0].body == nginx.rstrip("\n") and results[0].endpoint == \
+        f"{pods[0]['status']['podIP']}:80"
+    assert results[2].refused and results[2].error.startswith("curl: (7)")
+    batch = [c for c in runner.calls if c[:5] == ["docker", "exec", "labsupport-client", "sh", "-c"]]
+    assert len(batch) == 1 and batch[0][7:9] == [boundary, "3"] and batch[0][9:11] == ["curl", "-sS"]
+    assert batch[0][-1] == "http://172.18.0.3:30080/"
+    assert [c for c in runner.commands() if "conntrack" in c] == [
+        "docker exec lab-worker conntrack -L -p tcp --orig-src 172.18.0.9"], "one read of the node's table"
+
+
+def test_a_batch_the_shell_could_not_finish_sends_the_rest_one_by_one(kind_lab, monkeypatch):
+    lab, runner = kind_lab, kind_lab.runner
+    monkeypatch.setattr("labsupport.kind.cluster.secrets.token_hex", lambda n: "b0")
+    boundary = "__labsupport_batch_b0__"
+    runner.answer(["docker", "inspect", "-f", "{{.State.Running}}"], stdout="true\n")
+    runner.answer(["docker", "exec", "labsupport-client", "sh", "-c"], returncode=124,
+                  stdout=f"\n{boundary} 0\nhi\n{tool_output.CURL_MARK} 200 172.18.0.3 30080 0.0.0.0 0\n\n{boundary}\n"
+                         f"\n{boundary} 0\nh")
+    runner.answer(["docker", "exec", "labsupport-client", "curl"],
+                  stdout=f"again\n{tool_output.CURL_MARK} 200 172.18.0.3 30080 0.0.0.0 0\n")
+    results = lab.backend.curl_batch("http://172.18.0.3:30080/", "client", 3)
+    assert [r.body for r in results] == ["hi", "again", "again"]
+    assert sum(c[3] == "curl" for c in runner.calls if c[:3] == ["docker", "exec", "labsupport-client"]) == 2
 
 
 @pytest.mark.parametrize("language, counted", [("en", "1 kube-proxy rule(s) counted this request"),
@@ -468,3 +535,41 @@ def test_a_refused_request_to_a_ready_service_waits_for_kube_proxys_sync(kind_la
 
     assert tries(f"http://{ip}:30081/") > 1, "the web Service's nodePort, with ready endpoints: tried again"
     assert tries(f"http://{ip}:30999/") == 1, "no Service has this port: refused is the answer"
+
+
+def test_a_kind_lab_returns_only_when_every_node_and_system_pod_is_ready(server, state):
+    """kind's --wait covers the control plane only: a Deployment made before the workers are Ready all lands on the
+    first one. The lab waits for every node `kind get nodes` lists and every kube-system pod."""
+    import threading
+    import time
+    runner = existing_cluster(server)
+    runner.answer_in_turn(["kind", "get", "nodes"], "lab-control-plane\nlab-worker\nlab-worker2\nlab-worker3\n"
+                                                    "lab-worker4\n")
+    with pytest.raises(BackendUnavailable, match=r"kind cluster labsupport is not ready after 1 s: node lab-worker4 "
+                                                 r"not registered"):
+        Lab(backend="kind", runner=runner, preflight=False, progress="quiet", ready_timeout=1)
+    runner = existing_cluster(server)
+    server.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cni-starting", "namespace": "kube-system"},
+                  "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                           "readinessProbe": {"httpGet": {"path": "/", "port": 80},
+                                                              "periodSeconds": 1}}]}})
+    threading.Timer(1.5, lambda: server.delete("pod", "cni-starting", namespace="kube-system",
+                                               grace_period=0)).start()
+    began = time.monotonic()
+    lab = Lab(backend="kind", runner=runner, preflight=False, progress="quiet", ready_timeout=60)
+    try:
+        assert time.monotonic() - began >= 1.4, "it waited for the kube-system pod"
+        assert lab.backend.kind_cluster.nodes() == [n["metadata"]["name"] for n in lab.get("nodes")]
+    finally:
+        lab.close()
+
+
+def test_not_ready_says_what_is_missing():
+    import doctest
+    from labsupport.kind import cluster as kind_cluster
+    assert doctest.testmod(kind_cluster).failed == 0
+    pods = [{"metadata": {"name": "coredns-1"}, "status": {"phase": "Running",
+                                                          "containerStatuses": [{"ready": False}]}},
+            {"metadata": {"name": "done"}, "status": {"phase": "Succeeded"}},
+            {"metadata": {"name": "new"}, "status": {}}]
+    assert kind_cluster.not_ready([], [], pods) == ["pod kube-system/coredns-1 Running", "pod kube-system/new Pending"]

@@ -128,3 +128,15 @@ def test_only_the_lab_cluster_publishes_the_node_ports_so_two_clusters_fit_on_on
     assert KindCluster("labsupport-test").node_ports == ()
     assert KindCluster("labsupport-test", node_ports=(30080,)).node_ports == (30080,)
     assert "extraPortMappings" not in KindCluster("labsupport-test").config()["nodes"][0]
+
+
+def test_every_cluster_refuses_external_ips_at_admission():
+    """CVE-2020-8554: a Service's spec.externalIPs takes that address's traffic for every pod and node; the API
+    server's DenyServiceExternalIPs admission plugin refuses any new one, beside kubeadm's NodeRestriction."""
+    for cfg in (cluster_config("nftables"), cluster_config("iptables", cgroup_v1=True, image=None)):
+        patches = [yaml.safe_load(p) for p in cfg["kubeadmConfigPatches"]]
+        [admission] = [p for p in patches if p["kind"] == "ClusterConfiguration"]
+        assert "apiVersion" not in admission, "unversioned: kind merges extraArgs into kubeadm v1beta4's list"
+        plugins = admission["apiServer"]["extraArgs"]["enable-admission-plugins"].split(",")
+        assert plugins == ["NodeRestriction", "DenyServiceExternalIPs"]
+        assert config_problems(cfg) == []

@@ -69,10 +69,10 @@ def test_runc_wrapper_drops_the_capability_then_runs_runc(tmp_path):
 
 def test_config_carries_the_host_fixes_only_when_asked():
     plain = cluster_config("nftables")
-    assert "containerdConfigPatches" not in plain and "kubeadmConfigPatches" not in plain
+    assert "containerdConfigPatches" not in plain and len(plain["kubeadmConfigPatches"]) == 1
     fixed = cluster_config("nftables", cgroup_v1=True, restrict_oom_score_adj=True)
     assert config_problems(fixed) == []
-    assert yaml.safe_load(fixed["kubeadmConfigPatches"][0]) == {"kind": "KubeletConfiguration",
+    assert yaml.safe_load(fixed["kubeadmConfigPatches"][1]) == {"kind": "KubeletConfiguration",
                                                                 "failCgroupV1": False}
     assert fixed["containerdConfigPatches"] == [OOM_PATCH] and "restrict_oom_score_adj = true" in OOM_PATCH
 

@@ -49,7 +49,10 @@ def test_a_route_that_cannot_be_added_says_why_and_removes_those_added():
 
 
 def test_clean_removes_the_routes_a_killed_run_left(tmp_path, monkeypatch):
+    import tempfile
     monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     runner = RecordingRunner()
     runner.answer(["ip", "-4", "route", "show", "proto", "203"],
                   stdout="10.250.1.0/24 via 172.30.0.3 dev br-1 proto 203 linkdown \n")

@@ -31,6 +31,18 @@ def test_cluster_shape(kind_cluster):
         assert {n["status"]["nodeInfo"]["kubeletVersion"] for n in nodes} == {images.KUBERNETES_VERSION}
 
 
+def test_the_first_deployment_spreads_over_the_workers_as_on_sim(kind_ns):
+    """Lab(backend="kind") returns once every worker is Ready, so a Deployment's replicas spread over them as the
+    embedded cluster spreads them (not all onto the first worker to be Ready)."""
+    with Lab(backend="sim", seed=0) as sim:
+        lesson.exercise_1(sim)
+        on_sim = {p["spec"]["nodeName"] for p in lesson.running_pods(sim, "web")}
+    lesson.exercise_1(kind_ns)
+    on_kind = {p["spec"]["nodeName"] for p in lesson.running_pods(kind_ns, "web")}
+    assert len(on_sim) == 3 and len(on_kind) == 3, (on_sim, on_kind)
+    assert not any(n.endswith("-control-plane") for n in on_kind)
+
+
 def test_five_exercises(kind_ns):
     addresses = lesson.exercise_1(kind_ns)
     assert len(addresses) == 3

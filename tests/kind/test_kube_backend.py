@@ -294,3 +294,140 @@ def test_the_picture_sets_a_policy_on_a_service_of_the_students_own_namespace(se
         assert graph.service.value == "alice/echo"
         assert alice.get("svc", "echo")["spec"]["externalTrafficPolicy"] == "Local"
         assert server.get("svc", "echo", namespace="alice")["spec"]["externalTrafficPolicy"] == "Local"
+
+
+# --- a lab on a shared namespace: what it made goes with it; its kubeconfig stays private; its client's address ----
+def test_closing_a_lab_removes_what_it_made_and_nothing_else(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path / "state"))
+    server.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "alice"}},
+                  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "before", "namespace": "alice"}}])
+    config = embedded_kubeconfig(server)
+    with Lab(backend="kube", kubeconfig=config, namespace="alice") as first:
+        first.apply(lesson.WEB)
+        first.apply(lesson.ECHO)
+        first.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gone-already"}})
+        first.delete("configmap", "gone-already")
+        made = first.kubectl("create configmap by-kubectl --from-literal=a=b", show=False)
+        assert made.ok, made
+        first.wait(lambda l: lesson.ready(l, "web") == 3 and len(lesson.running_pods(l, "client")) == 1,
+                   timeout=120)
+    left = {(o["kind"], o["metadata"]["name"]) for kind in ("deployments", "services", "configmaps", "pods")
+            for o in server.get(kind, namespace="alice")}
+    assert ("ConfigMap", "before") in left, "what the lab did not make stays"
+    assert not {kind for kind, name in left} & {"Deployment", "Service", "Pod"}, left
+    assert ("ConfigMap", "by-kubectl") not in left and ("ConfigMap", "gone-already") not in left
+    # the next lesson in the same namespace starts clean: its own client pod, its own web
+    with Lab(backend="kube", kubeconfig=config, namespace="alice") as second:
+        second.apply(lesson.ECHO)
+        second.wait(lambda l: len(lesson.running_pods(l, "client")) == 1, timeout=120)
+        assert [p["metadata"]["name"] for p in second.get("pods", selector="app=web")] == []
+
+
+def test_kubectl_run_is_removed_with_the_lab_and_kubectl_delete_is_forgotten(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path / "state"))
+    with Lab(backend="kube", kubeconfig=embedded_kubeconfig(server)) as lab:
+        assert lab.kubectl("run idle --image=busybox:1.36 --restart=Never -- sleep 3600", show=False).ok
+        assert lab.kubectl("run briefly --image=busybox:1.36 --restart=Never -- sleep 3600", show=False).ok
+        assert lab.kubectl("delete pod briefly --wait=false", show=False).ok
+        paths = list(lab.backend._made.objects)
+        assert paths == ["/api/v1/namespaces/default/pods/idle"], paths
+    assert [p["metadata"]["name"] for p in server.get("pods")] == []
+
+
+def test_a_labs_kubeconfig_copy_is_private_and_goes_with_it(server, tmp_path, monkeypatch):
+    import os
+    import stat
+    state = tmp_path / "state"
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(state))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    (tmp_path / "run").mkdir()
+    server.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "alice"}})
+    with Lab(backend="kube", kubeconfig=embedded_kubeconfig(server), namespace="alice") as alice:
+        copy = alice.backend.kubeconfig()
+        folder = os.path.dirname(copy)
+        assert folder.startswith(str(tmp_path / "run" / "labsupport-lab-"))
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700 and stat.S_IMODE(os.stat(copy).st_mode) == 0o600
+        assert alice.kubectl("get svc", show=False).ok
+        # a kubeconfig whose context already names the namespace is used as it is: nothing is copied
+        with Lab(backend="kube", kubeconfig=copy) as again:
+            assert again.backend.kubeconfig() == copy
+    assert not os.path.exists(folder), "the copy, with the token in it, is gone with the lab"
+    assert not list(state.glob("*.kubeconfig")), "nothing left in the state folder"
+
+
+def test_the_client_address_is_this_machines_own_on_its_route_to_the_nodes(kube):
+    import ipaddress
+    import subprocess
+    node_ip = next(a["address"] for a in kube.get("nodes", "lab-worker")["status"]["addresses"]
+                   if a["type"] == "InternalIP")
+    route = subprocess.run(["ip", "-4", "route", "get", node_ip], capture_output=True, text=True)
+    if route.returncode != 0:
+        pytest.skip(f"no route to {node_ip} here: {route.stderr.strip()}")
+    words = route.stdout.split()
+    from labsupport.widgets import lesson as lesson_widgets
+    address = lesson_widgets.client_address(kube)
+    ipaddress.ip_address(address)
+    assert address == words[words.index("src") + 1]
+
+
+def test_the_first_request_after_a_write_waits_for_kube_proxy_on_its_node(kube, monkeypatch):
+    """kube-proxy's health server says when it last wrote its rules; the request goes once that is after the write."""
+    import json
+    import threading
+    import time
+    from datetime import datetime, timezone
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from labsupport.kind import client as kube_client
+
+    synced = {"at": time.time() - 30}
+
+    def stamp(t: float) -> str:
+        return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
+
+    class Health(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"currentTime": stamp(time.time()), "lastUpdated": stamp(time.time()),
+                               "status": {"IPv4": {"lastUpdated": stamp(synced["at"]), "healthy": True}}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    health = ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=health.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setattr(kube_client, "KUBE_PROXY_HEALTHZ",
+                            "http://{address}:" + str(health.server_address[1]) + "/healthz")
+        monkeypatch.setattr(kube.backend, "_entry_addresses", lambda url, source: ["127.0.0.1"])
+        kube.apply(lesson.echo_service("Cluster"))
+        written = time.monotonic()
+        threading.Timer(1.0, lambda: synced.update(at=time.time())).start()   # kube-proxy syncs a second later
+        kube.backend._catch_up_for("http://172.18.0.3:30081/", "client")
+        waited = time.monotonic() - written
+        assert 1.0 <= waited < 5, waited
+        again = time.monotonic()
+        kube.backend._catch_up_for("http://172.18.0.3:30081/", "client")
+        assert time.monotonic() - again < 0.5, "caught up once per write"
+    finally:
+        health.shutdown()
+
+
+def test_a_node_without_a_health_server_is_not_waited_for(kube, monkeypatch):
+    import time
+    from labsupport.kind import client as kube_client
+    monkeypatch.setattr(kube_client, "KUBE_PROXY_HEALTHZ", "http://{address}:9/healthz")
+    monkeypatch.setattr(kube.backend, "_entry_addresses", lambda url, source: ["127.0.0.1"])
+    kube.apply(lesson.echo_service("Cluster"))
+    began = time.monotonic()
+    kube.backend._catch_up_for("http://172.18.0.3:30081/", "client")
+    assert time.monotonic() - began < 2
+
+
+def test_doctests_of_what_a_lab_made_and_kube_proxys_health():
+    import doctest
+    from labsupport.kind import made, parse
+    assert doctest.testmod(made).failed == 0 and doctest.testmod(made).attempted >= 2
+    assert doctest.testmod(parse).failed == 0

@@ -1,13 +1,17 @@
 """JupyterHub's KubeSpawner on a real kind cluster: a student's server spawned as a pod in their namespace.
 
-A small cluster of its own (one control plane, one worker) whose pods' subnet no other cluster uses, so this host can
-route it to the nodes while the test runs: the hub and its proxy run on this host and must reach the pod's address,
-and the pod must reach the hub's API, which listens on the kind network's gateway. `labsupport class cluster` makes
+The tier's small cluster (one control plane, one worker; tests/kind/tier_cluster.py) whose pods' subnet no other
+cluster uses, so this host can route it to the nodes while the test runs: the hub and its proxy run on this host and
+must reach the pod's address, and the pod must reach the hub's API, which listens on the kind network's gateway.
+`labsupport class cluster` makes
 the student's namespace and account; the server image is `make kind-images`' `labsupport/singleuser:local` (built
 here when missing or out of date), loaded into the worker. The hub spawns the server through its REST API; the test
-then reaches it through the hub's proxy and runs `Lab()` inside the pod as the student. Everything it made (the
-server, the namespace, the hub and proxy, the host's routes, the cluster) is removed even when a step fails;
-LABSUPPORT_KIND_KEEP=1 keeps the cluster for the next run."""
+then reaches it through the hub's proxy and runs `Lab()` inside the pod as the student. The hub also runs the class's
+exchange service, listening where the pods reach it: the instructor releases on this host, the student fetches and
+submits from their server in the pod (the assignment list's own endpoints), the instructor collects, grades with
+`labsupport grade` and releases feedback, and the student fetches it — no volume shared between them. Everything
+it made (the server, the namespace, the hub and proxy, the host's routes) is removed even when a step fails; the
+cluster goes with the tier (LABSUPPORT_KIND_KEEP=1 keeps it for the next run)."""
 from __future__ import annotations
 
 import ipaddress
@@ -15,11 +19,13 @@ import json
 import os
 import pathlib
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Iterator
 
@@ -35,13 +41,12 @@ from labsupport.kind.host_routes import PodRoute
 from labsupport.kind.engine import KIND_NETWORK
 from labsupport.kind.runner import program_path
 from labsupport.kubectl import find_kubectl
-from tests.kind.conftest import KIND_MODE, cluster_ready, release_cluster, require_kind_tier
+from tests.kind.tier_cluster import SMALL_CLUSTER, SMALL_POD_SUBNET, small_workers
 
 pytestmark = pytest.mark.kind
 
-CLUSTER = "labsupport-spawn"
-#: no other cluster's pod subnet (theirs is 10.244.0.0/16): the host's routes to it cannot take another's traffic
-POD_SUBNET = "10.250.0.0/16"
+CLUSTER = SMALL_CLUSTER
+POD_SUBNET = SMALL_POD_SUBNET
 CLASS = "spawn-test"
 SPAWN_TIMEOUT = 300
 #: one Deployment and its Service, applied by the student from inside their server
@@ -123,31 +128,21 @@ def build_image() -> float:
 
 
 @pytest.fixture(scope="module")
-def spawn_cluster() -> Iterator[Lab]:
-    """The test's cluster (made or reused), its worker holding the single-user image; deleted afterwards unless
-    LABSUPPORT_KIND_KEEP=1."""
-    require_kind_tier()
+def spawn_cluster(small_cluster) -> Iterator[Lab]:
+    """The tier's small cluster, its worker holding the single-user image (loaded here unless it already is)."""
     print(f"\nsingle-user image: {build_image():.0f} s")
     began = time.monotonic()
-    lab = Lab(backend="kind", proxy_mode=KIND_MODE, name=CLUSTER, workers=1, node_ports=(), pod_subnet=POD_SUBNET,
-              load_images=False, load_balancer=False, progress="quiet")
-    try:
-        lab.wait(lambda l: cluster_ready(l, workers=1), timeout=420)
-        print(f"cluster {CLUSTER}: {time.monotonic() - began:.0f} s")
-        began = time.monotonic()
-        workers = [n for n in lab.backend.kind_cluster.nodes() if not n.endswith("-control-plane")]
-        run(["kind", "load", "docker-image", images.SINGLEUSER_IMAGE, "--name", CLUSTER,
-             "--nodes", ",".join(workers)], timeout=900)
-        print(f"kind load of {images.SINGLEUSER_IMAGE}: {time.monotonic() - began:.0f} s")
-        yield lab
-    finally:
-        release_cluster(lab)
+    run(["kind", "load", "docker-image", images.SINGLEUSER_IMAGE, "--name", CLUSTER,
+         "--nodes", ",".join(small_workers(small_cluster))], timeout=900)
+    print(f"kind load of {images.SINGLEUSER_IMAGE}: {time.monotonic() - began:.0f} s")
+    yield small_cluster
 
 
 HUB_CONFIG = """
-from labsupport.hub.kubespawner_config import configure_kubespawner
+import sys
+from labsupport.hub.kubespawner_config import ExchangeSettings, configure_kubespawner
 c = get_config()
-configure_kubespawner(c, {image!r}, pull_policy="Never")
+configure_kubespawner(c, {image!r}, pull_policy="Never", exchange=ExchangeSettings({exchange_url!r}, {course!r}))
 c.KubeSpawner.start_timeout = {timeout}
 c.KubeSpawner.http_timeout = {timeout}
 c.JupyterHub.bind_url = "http://127.0.0.1:{public}"
@@ -162,10 +157,27 @@ c.JupyterHub.pid_file = {folder!r} + "/hub.pid"
 c.JupyterHub.cleanup_servers = True
 c.JupyterHub.cleanup_proxy = True
 c.JupyterHub.authenticator_class = "null"
-c.Authenticator.allowed_users = {{{student!r}}}
-c.JupyterHub.services = [{{"name": "spawn-test", "api_token": {token!r}}}]
-c.JupyterHub.load_roles = [{{"name": "admin", "services": ["spawn-test"]}}]
+c.Authenticator.allowed_users = {{{student!r}, {teacher!r}}}
+c.JupyterHub.load_groups = {{"instructors": {{"users": [{teacher!r}]}},
+                            "nbgrader-{course}": {{"users": [{student!r}]}}}}
+c.JupyterHub.services = [
+    {{"name": "spawn-test", "api_token": {token!r}}},
+    {{"name": "exchange", "url": "http://{gateway}:{exchange_port}", "display": False,
+      "command": [sys.executable, "-m", "labsupport.hub.exchange_service", "--root", {store!r},
+                  "--course", {course!r}]}},
+]
+c.JupyterHub.load_roles = [
+    {{"name": "admin", "services": ["spawn-test"]}},
+    {{"name": "exchange-user", "scopes": ["access:services!service=exchange"],
+      "groups": ["instructors", "nbgrader-{course}"]}},
+    {{"name": "exchange-service", "scopes": ["read:users:name", "read:users:groups"], "services": ["exchange"]}},
+]
 """
+#: the course the exchange serves, and its instructor (a hub user with no server: they work on this host)
+COURSE = "k8s-services"
+TEACHER = "teacher"
+ASSIGNMENT = "01-endpointslices"
+NOTEBOOK = f"{ASSIGNMENT}/endpointslices.ipynb"
 
 
 class Unfollowed(urllib.request.HTTPRedirectHandler):
@@ -187,10 +199,15 @@ class Hub:
         self.public = free_port()
         self.url = f"http://127.0.0.1:{self.public}"
         folder.mkdir(mode=0o700)
+        gateway, exchange_port = kind_gateway(), free_port()
+        self.exchange_url = f"http://{gateway}:{exchange_port}/services/exchange"
+        store = folder / "exchange"
+        store.mkdir(mode=0o700)
         (folder / "jupyterhub_config.py").write_text(HUB_CONFIG.format(
-            image=images.SINGLEUSER_IMAGE, timeout=SPAWN_TIMEOUT, public=self.public, gateway=kind_gateway(),
+            image=images.SINGLEUSER_IMAGE, timeout=SPAWN_TIMEOUT, public=self.public, gateway=gateway,
             api=free_port(), proxy_api=free_port(), proxy=str(ensure_proxy()), folder=str(folder), student=student,
-            token=self.token))
+            token=self.token, teacher=TEACHER, course=COURSE, exchange_url=self.exchange_url,
+            exchange_port=exchange_port, store=str(store)))
         self.log = folder / "hub.log"
         env = dict(os.environ, KUBECONFIG=kubeconfig,
                    PATH=os.pathsep.join([str(pathlib.Path(sys.executable).parent), os.environ.get("PATH", "")]))
@@ -214,14 +231,18 @@ class Hub:
         """The end of the hub's log (its own lines and the proxy's)."""
         return self.log.read_text(errors="replace")[-4000:]
 
-    def request(self, method: str, path: str, *, token: str | None = None) -> tuple[int, bytes]:
-        """One request to the hub's public address (through its proxy): status and body; a redirect is an answer
-        (to the login page), not followed."""
+    def request(self, method: str, path: str, *, token: str | None = None, body: object = None,
+                timeout: float = 30) -> tuple[int, bytes]:
+        """One request to the hub's public address (through its proxy), with a JSON `body` if any: status and body;
+        a redirect is an answer (to the login page), not followed."""
         headers = {"Authorization": f"token {token}"} if token else {}
-        request = urllib.request.Request(self.url + path, method=method, headers=headers,
-                                         data=b"" if method in ("POST", "DELETE") else None)
+        data = b"" if method in ("POST", "DELETE") else None
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            data = json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, method=method, headers=headers, data=data)
         try:
-            with NO_REDIRECTS.open(request, timeout=30) as answer:
+            with NO_REDIRECTS.open(request, timeout=timeout) as answer:
                 return answer.status, answer.read()
         except urllib.error.HTTPError as e:
             return e.code, e.read()
@@ -323,6 +344,10 @@ def spawn_and_use(hub: Hub, spawn_cluster: Lab, student: str, admin: str) -> Non
     assert seen["ready"] and seen["endpoints"] == 1, seen
     assert seen["kube-system"] == 403 and seen["kube-public"] == 403, seen
 
+    began = time.monotonic()
+    exchange_term(hub, student)
+    print(f"release, fetch, submit, collect, grade, feedback through the exchange: {time.monotonic() - began:.1f} s")
+
     # stopped through the API: the hub reports no server and the pod goes
     status, _ = hub.api("DELETE", f"/users/{student}/server")
     assert status in (202, 204), status
@@ -335,3 +360,66 @@ def spawn_and_use(hub: Hub, spawn_cluster: Lab, student: str, admin: str) -> Non
         except NotFound:
             return True
     wait_for("the pod's deletion", pod_gone, 120, hub)
+
+
+def exchange_term(hub: Hub, student: str) -> None:
+    """The instructor (on this host) releases; the student fetches, answers and submits from their server in the pod;
+    the instructor collects, grades and releases feedback; the student fetches it. Only the exchange service carries
+    the bytes between them."""
+    from nbgrader.api import Gradebook
+    from tests.classroom.classterm import answered
+    course = hub.folder / "course"
+    course.mkdir()
+    shutil.copy(PROJECT / "grading" / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copytree(PROJECT / "grading" / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
+    with open(course / "nbgrader_config.py", "a") as config:
+        config.write("from labsupport.grading.exchange_client import configure_service_exchange\n"
+                     f"configure_service_exchange(c, {hub.exchange_url!r})\n")
+    assert hub.api("POST", f"/users/{TEACHER}")[0] in (201, 409)
+    teacher_token = hub.api("POST", f"/users/{TEACHER}/tokens")[1]["token"]
+    student_token = hub.api("POST", f"/users/{student}/tokens")[1]["token"]
+    env = {**os.environ, "JUPYTERHUB_API_TOKEN": teacher_token,
+           "PATH": os.pathsep.join([str(pathlib.Path(sys.executable).parent), os.environ.get("PATH", "")])}
+
+    def instructor(*argv: str) -> subprocess.CompletedProcess:
+        return run(list(argv), timeout=900, cwd=course, env=env)
+
+    def assignments(action: str) -> dict:
+        status, body = hub.request("POST", f"/user/{student}/assignments/{action}", token=student_token,
+                                   body={"course_id": COURSE, "assignment_id": ASSIGNMENT}, timeout=300)
+        answer = json.loads(body)
+        assert status == 200 and answer["success"], (action, status, body[:2000])
+        return answer
+
+    def contents(path: str, method: str = "GET", body: object = None) -> dict:
+        status, answer = hub.request(method, f"/user/{student}/api/contents/{urllib.parse.quote(path)}",
+                                     token=student_token, body=body, timeout=120)
+        assert status in (200, 201), (path, status, answer[:500])
+        return json.loads(answer)
+
+    instructor("nbgrader", "generate_assignment", ASSIGNMENT, "--force")
+    instructor("nbgrader", "release_assignment", ASSIGNMENT)
+    assignments("fetch")
+    fetched = contents(NOTEBOOK)["content"]
+    source = json.loads((course / "source" / NOTEBOOK).read_text())
+    contents(NOTEBOOK, "PUT", {"type": "notebook", "format": "json", "content": answered(fetched, source, None)})
+    listed = assignments("submit")["value"]
+    (submitted,) = [a for a in listed if a.get("status") == "submitted"]
+    assert submitted["student_id"] == student and len(submitted["submissions"]) == 1, submitted
+
+    collected = instructor("nbgrader", "collect", ASSIGNMENT)
+    assert "Collected 1, unchanged 0, refused 0 of 1 students" in collected.stderr, collected.stderr
+    received = submitted["submissions"][0]["timestamp"]
+    assert (course / "submitted" / student / ASSIGNMENT / "timestamp.txt").read_text() == received
+    instructor("labsupport", "grade", ASSIGNMENT, "--workers", "1")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        nb = gb.find_submission_notebook("endpointslices", ASSIGNMENT, student)
+        score, maximum = nb.score, nb.max_score
+    assert score == maximum > 0, (score, maximum)
+    instructor("nbgrader", "generate_feedback", ASSIGNMENT)
+    instructor("nbgrader", "release_feedback", ASSIGNMENT)
+    assignments("fetch_feedback")
+    (stamp,) = [c["name"] for c in contents(f"{ASSIGNMENT}/feedback")["content"]]
+    assert stamp == received
+    html = contents(f"{ASSIGNMENT}/feedback/{stamp}/endpointslices.html")["content"]
+    assert f"endpointslices (Score: {round(float(score), 2)} / {round(float(maximum), 2)})" in html

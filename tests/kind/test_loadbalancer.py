@@ -153,12 +153,19 @@ class FakeCluster:
         self.healthy = set(healthy)
         self.routes: dict[str, str] = {}
         self.batches: list[str] = []
+        self.events: list[dict] = []
+        self.namespaces: list[dict] = []
 
     def api(self, method: str, path: str, body=None, query=None) -> dict:
         if method == "GET" and path == "/api/v1/services":
             return {"metadata": {"resourceVersion": "42"}, "items": list(self.services.values())}
         if method == "GET" and path == "/api/v1/nodes":
             return {"items": NODES}
+        if method == "GET" and path == "/api/v1/namespaces":
+            return {"items": self.namespaces}
+        if method == "POST" and path.endswith("/events"):
+            self.events.append(body)
+            return body
         parts = path.strip("/").split("/")
         key = (parts[3], parts[5])
         if method == "PUT" and parts[-1] == "status":
@@ -224,3 +231,38 @@ def test_waiting_for_an_address_names_the_reason_it_cannot_come():
         lb.wait_assigned("lab", "far", timeout=1)
     cluster.services[("lab", "near")] = svc("near", "2")
     assert lb.wait_assigned("lab", "near", timeout=1)["status"] == ingress_status(POOL[0])
+
+
+def test_a_namespace_with_a_block_of_its_own_gets_addresses_from_it_and_no_one_else_does():
+    blocks = {"lab-ann": "172.30.255.8/30", "lab-ben": "172.30.255.12/30", "lab-bad": "not-a-cidr"}
+    services = [svc("plain", "1", ns="other"), svc("a1", "2", ns="lab-ann"), svc("a2", "3", ns="lab-ann"),
+                svc("steal", "4", ns="lab-ann", loadBalancerIP="172.30.255.13"),
+                svc("b1", "5", ns="lab-ben", loadBalancerIP="172.30.255.14"),
+                svc("squatter", "0", ns="other", ip="172.30.255.15"),
+                svc("outsider", "6", ns="other", loadBalancerIP="172.30.255.9")]
+    result = allocate(services, POOL, blocks)
+    assert result.assigned[("other", "plain")] == POOL[1], "the rest of the pool is everyone else's"
+    assert result.assigned[("lab-ann", "a1")] == "172.30.255.8" and result.assigned[("lab-ann", "a2")] == \
+        "172.30.255.9"
+    assert result.assigned[("lab-ben", "b1")] == "172.30.255.14", "an address of one's own block may be asked for"
+    assert "belongs to another namespace's addresses" in result.unassigned[("lab-ann", "steal")]
+    assert "(172.30.255.8/30)" in result.unassigned[("lab-ann", "steal")]
+    assert "belongs to another namespace's addresses" in result.unassigned[("other", "outsider")]
+    assert result.assigned[("other", "squatter")] == POOL[0], "a held address of someone's block is given back"
+    assert result.ingress[("other", "squatter")] == POOL[0]
+    more = [svc(f"a{i}", str(4 + i), ns="lab-ann") for i in range(3, 6)]   # created 7, 8, 9
+    crowded = allocate(services + more, POOL, blocks)
+    assert "the addresses of namespace lab-ann (172.30.255.8/30) are all in use" in \
+        crowded.unassigned[("lab-ann", "a5")]
+
+
+def test_a_service_without_an_address_is_told_why_in_an_event_once():
+    cluster = FakeCluster([svc("far", "1", loadBalancerIP="10.9.9.9")])
+    lb = LoadBalancerController(cluster.api, cluster.client, Network("172.30.0.0/16"))
+    lb.reconcile()
+    lb.reconcile()
+    [event] = cluster.events
+    assert event["involvedObject"] == {"apiVersion": "v1", "kind": "Service", "name": "far", "namespace": "lab",
+                                       "uid": None}
+    assert event["type"] == "Warning" and event["reason"] == "AddressNotAssigned"
+    assert "spec.loadBalancerIP 10.9.9.9 is not a free address" in event["message"]

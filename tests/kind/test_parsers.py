@@ -278,3 +278,17 @@ def test_conntrack_extended_format():
 @pytest.mark.parametrize("line", ["", "conntrack v1.4.7 (conntrack-tools): 0 flow entries have been shown."])
 def test_conntrack_noise(line):
     assert tool_output.parse_conntrack_line(line) is None
+
+
+def test_a_command_repeated_in_one_shell_is_read_back_run_by_run():
+    import subprocess
+    boundary = "__b0__"
+    command = ["sh", "-c", 'echo "run $$"; printf "no newline at the end"; echo oops >&2; exit 3']
+    done = subprocess.run(parse.repeat_argv(command, 3, boundary), capture_output=True, text=True)
+    runs = parse.repeated_runs(done.stdout, boundary)
+    assert [(code, err) for code, _, err in runs] == [(3, "oops\n")] * 3
+    assert all(out.startswith("run ") and out.endswith("\nno newline at the end") for _, out, _ in runs)
+    assert len({out for _, out, _ in runs}) == 3, "each run is a process of its own"
+    # cut off in the middle of the third run: the two whole runs, nothing of the third
+    assert parse.repeated_runs(done.stdout[:done.stdout.rindex(boundary + " 3") + 12], boundary) == runs[:2]
+    assert parse.repeated_runs("", boundary) == [] and parse.repeated_runs("sh: mktemp: not found\n", boundary) == []

@@ -21,6 +21,17 @@ def _tool(directory, name, script):
     return path
 
 
+@pytest.fixture(autouse=True)
+def private_folders(tmp_path, monkeypatch):
+    """`clean` looks for labs' kubeconfig folders in the temporary folders and for copies in the state folder: here
+    they are the test's own, so no test touches this machine's."""
+    import tempfile
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path / "state"))
+
+
 @pytest.fixture
 def bin_dir(tmp_path, monkeypatch):
     """An empty PATH of fake tools; the pinned kubectl next to Python hidden."""
@@ -41,7 +52,21 @@ def test_everything_missing(bin_dir):
     assert len(found) == 3
     assert found[0].startswith("Docker is not installed: install Docker Engine")
     assert found[1].startswith("kind is not installed: install kind v0.33.0 (`go install sigs.k8s.io/kind@v0.33.0`")
+    assert "or run `make kind-images`, which builds kind and every image of the lab's cluster" in found[1]
     assert found[2].startswith("kubectl is not installed: reinstall the project")
+
+
+def test_doctor_suggests_make_kind_images_where_no_node_image_was_built(bin_dir):
+    _good_docker(bin_dir)
+    _tool(bin_dir, "kind", "echo kind v0.33.0 go1.26")
+    runner = RecordingRunner()
+    runner.answer(["docker", "image", "inspect"], returncode=1, stderr="No such image")
+    notes = preflight.notes(runner=runner)
+    assert any(n.startswith("no node image built here (labsupport/kind-node:v1.37.2)") and "`make kind-images`" in n
+               for n in notes), notes
+    runner = RecordingRunner()
+    runner.answer(["docker", "image", "inspect"], stdout="sha256:abc\n")
+    assert not any("make kind-images" in n for n in preflight.notes(runner=runner))
 
 
 def test_docker_daemon_unreachable(bin_dir):
@@ -118,6 +143,7 @@ def test_parse_version():
 
 def test_clean_deletes_only_prefixed_clusters(tmp_path, monkeypatch):
     monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(tmp_path))
+    (tmp_path / "tmp" / "labsupport-lab-999999999-x").mkdir()
     runner = RecordingRunner()
     runner.answer(["kind", "get", "clusters"], stdout="kind\nlabsupport\nlabsupport-ipvs\nlabsupportish\n")
     runner.answer(["docker", "ps"], stdout="abc123\n")
@@ -129,6 +155,8 @@ def test_clean_deletes_only_prefixed_clusters(tmp_path, monkeypatch):
         f"kind delete cluster --name labsupport-ipvs --kubeconfig {tmp_path}/kind-labsupport-ipvs.kubeconfig"]
     assert "docker ps -aq --filter label=dev.labsupport.client" in runner.commands()
     assert "docker rm -f abc123" in runner.commands()
+    assert not (tmp_path / "tmp" / "labsupport-lab-999999999-x").exists(), "a killed lab's kubeconfig folder"
+    assert done.pop(0).endswith("labsupport-lab-999999999-x (a lab's kubeconfig; its process 999999999 is gone)")
     assert done == ["removed container labsupport-client", "deleted kind cluster labsupport",
                     "deleted kind cluster labsupport-ipvs", "removed 1 client container(s)"]
 
@@ -195,3 +223,27 @@ def test_clean_only_some_parts_leaves_the_others_alone(monkeypatch):
     assert doctor.clean(("class",)) == ["deleted the accounts"] and touched == []
     with pytest.raises(ValueError, match="nothing called nope"):
         doctor.clean(("nope",))
+
+
+def test_clean_removes_the_kubeconfig_copies_labs_left(tmp_path, monkeypatch):
+    """A lab's private kubeconfig goes with the lab; one a killed process left, and the copies older releases kept
+    in the state folder (students' tokens in them), go with `labsupport clean`."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("LABSUPPORT_STATE_DIR", str(state))
+    run = tmp_path / "run"
+    run.mkdir()
+    dead = run / "labsupport-lab-999999999-ab12"
+    alive = run / f"labsupport-lab-{os.getpid()}-cd34"
+    other = run / "labsupport-lab-notapid"
+    for folder in (dead, alive, other):
+        folder.mkdir()
+        (folder / "kubeconfig").write_text("token")
+    state.mkdir()
+    for name in ("kube-lab-lab-alice.kubeconfig", "kind-kind-labsupport-test-lesson-05.kubeconfig",
+                 "kind-labsupport-test.kubeconfig"):
+        (state / name).write_text("x")
+    done = preflight.clean_kubeconfigs([run])
+    assert not dead.exists() and alive.exists() and other.exists()
+    assert sorted(p.name for p in state.iterdir()) == ["kind-labsupport-test.kubeconfig"], \
+        "a kind cluster's own kubeconfig stays: labsupport down removes it with its cluster"
+    assert len(done) == 3 and "its process 999999999 is gone" in done[0]

@@ -23,14 +23,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def student_lab_server(tmp_path, monkeypatch):
-    """The student's JupyterLab on a free loopback port, with no exchange folder; yields (base URL, token, log)."""
-    monkeypatch.setenv("LABSUPPORT_EXCHANGE", str(tmp_path / "no-exchange"))
+@pytest.fixture(scope="module")
+def student_lab_server(tmp_path_factory):
+    """The student's JupyterLab on a free loopback port, with no exchange folder, for the module's tests (they only
+    read it); yields (base URL, token, log)."""
+    tmp_path = tmp_path_factory.mktemp("student-lab")
     port, token = free_port(), secrets.token_hex(16)
     log = tmp_path / "lab.log"
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "user-config"),
-               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_DATA_DIR=str(tmp_path / "data"))
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_DATA_DIR=str(tmp_path / "data"),
+               LABSUPPORT_EXCHANGE=str(tmp_path / "no-exchange"))
     with open(log, "w") as out:
         server = subprocess.Popen(
             [sys.executable, "-m", "labsupport.student_lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",

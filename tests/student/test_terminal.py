@@ -40,8 +40,8 @@ class Server:
 
     def open_notebook(self, path: str) -> str:
         """Start a kernel for a notebook, as opening it does; returns the session id and kernel id."""
-        session = self.call("POST", "/api/sessions", {"path": path, "type": "notebook", "name": path,
-                                                      "kernel": {"name": "python3"}})
+        session = self.call("POST", "/api/sessions", {"path": path, "type": "notebook", "name": os.path.basename(path),
+                                                      "kernel": {"name": "python3"}})     # as JupyterLab sends it
         return session["id"], session["kernel"]["id"]
 
     def run(self, kernel: str, code: str, timeout: float = 120) -> str:
@@ -140,9 +140,30 @@ def server(tmp_path_factory):
 
 
 def test_a_terminal_has_the_projects_kubectl_and_labsupport_first(server):
-    shown = server.terminal("command -v kubectl labsupport")
+    shown = server.terminal("type -P kubectl; command -v labsupport")     # (kubectl is also a function there)
     venv_bin = ROOT / ".venv" / "bin"
     assert f"{venv_bin}/kubectl" in shown and f"{venv_bin}/labsupport" in shown, shown
+
+
+def test_a_terminal_with_no_lab_running_says_what_to_do(server):
+    shown = server.terminal("kubectl get pods; echo code=$?; kubectl config get-contexts -o name; echo listed")
+    assert "no lesson's lab is running yet. Run a lesson's first cell" in " ".join(shown.split()), shown
+    assert "code=1" in shown and "localhost:8080" not in shown and "memcache" not in shown, shown
+    assert shown.rstrip().endswith("listed"), "kubectl config still runs"
+
+
+def test_twin_lessons_of_two_editions_are_told_apart_by_their_folder(server):
+    english, english_kernel = server.open_notebook("00-start-here.ipynb")
+    russian, russian_kernel = server.open_notebook("ru/00-start-here.ipynb")
+    try:
+        code = "from labsupport import Lab\nlab = Lab()\nprint(lab.context)"
+        assert server.run(english_kernel, code).strip() == "00-start-here"
+        assert server.run(russian_kernel, code).strip() == "ru/00-start-here"
+        shown = server.terminal("kubectl config get-contexts -o name")
+        assert "00-start-here\nru/00-start-here" in shown and "00-start-here-2" not in shown, shown
+    finally:
+        server.call("DELETE", f"/api/sessions/{russian}")
+        server.call("DELETE", f"/api/sessions/{english}")
 
 
 def test_a_terminals_kubectl_reaches_the_notebooks_lab_and_picks_among_several(server):
