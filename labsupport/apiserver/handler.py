@@ -419,6 +419,11 @@ class RequestHandler(Watching, PodStreams, PortForwarding, EventsV1, BaseHTTPReq
             if len(manager) > 128:
                 raise BadRequest("fieldManager: Too long: may not be more than 128 bytes")
             return manager
+        return self._agent()
+
+    def _agent(self) -> str:
+        """The client program's name: its user agent up to the first slash (`kube-proxy`, `kubectl`), as upstream
+        names a field manager."""
         return (self.headers.get("User-Agent") or "unknown").split("/", 1)[0][:128] or "unknown"
 
     def _replace(self, route: Route) -> None:

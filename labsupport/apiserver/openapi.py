@@ -3,13 +3,19 @@ and the patch strategies it reads all work.
 
 Field names, types, required fields and descriptions come from the official Python client's models (a
 dependency of this package), which are generated from the same OpenAPI schema a real API server serves.
+The v3 documents, which kubectl reads, are read once into `openapi_v3.json` (package data), so they are served
+the same wherever the package runs, the client installed or not (a browser tab has no client):
+`python -m labsupport.apiserver.openapi` writes the file again from the installed client, and a test checks that
+it matches.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
 import json
+import pathlib
 import re
+import sys
 
 from labsupport.control.version import K8S_VERSION
 from labsupport.model.kinds import KINDS, KindInfo
@@ -206,9 +212,32 @@ def _hash(key: str) -> str:
     return hashlib.sha512((doc or "").encode()).hexdigest()[:128].upper()
 
 
-@functools.lru_cache(maxsize=None)
+#: The v3 documents the client's models give: {"client": its version, "documents": {group-version: document}}.
+V3_PATH = pathlib.Path(__file__).with_name("openapi_v3.json")
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_v3() -> dict[str, str]:
+    documents = json.loads(V3_PATH.read_text(encoding="utf-8"))["documents"]
+    return {key: json.dumps(doc, separators=(",", ":")) for key, doc in documents.items()}
+
+
 def v3_document_text(key: str) -> str | None:
     """The OpenAPI v3 document of one group-version (`api/v1`, `apis/apps/v1`) as JSON text; None if not served."""
+    return _shipped_v3().get(key)
+
+
+def v3_documents_from_client() -> dict:
+    """Every served group-version's v3 document, built from the installed client (what `openapi_v3.json` holds)."""
+    import kubernetes
+    keys = sorted({_group_version(k) for k in KINDS})
+    return {"client": f"kubernetes {kubernetes.__version__}",
+            "documents": {key: json.loads(v3_document_from_client(key) or "null") for key in keys}}
+
+
+@functools.lru_cache(maxsize=None)
+def v3_document_from_client(key: str) -> str | None:
+    """One group-version's v3 document as JSON text, built from the installed client's models."""
     kinds = [k for k in KINDS if _group_version(k) == key]
     if not kinds:
         return None
@@ -238,3 +267,16 @@ def v2_document_protobuf() -> bytes:
     """The OpenAPI v2 document as kubectl reads it (gnostic protobuf)."""
     from labsupport.apiserver.openapi_pb import encode_document
     return encode_document(v2_document_text())
+
+
+def write_v3_documents(path: pathlib.Path = V3_PATH) -> None:
+    """Write `openapi_v3.json` from the installed client: one group-version's document per line."""
+    found = v3_documents_from_client()
+    lines = [f"{json.dumps(key)}: {json.dumps(doc, separators=(',', ':'))}" for key, doc in found["documents"].items()]
+    path.write_text(f'{{"client": {json.dumps(found["client"])},\n"documents": {{\n' + ",\n".join(lines) + "\n}}\n",
+                    encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_v3_documents()
+    sys.stdout.write(f"wrote {V3_PATH}\n")

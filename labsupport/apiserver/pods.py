@@ -36,6 +36,13 @@ class PodStreams:
             raise BadRequest(f"container {name} is not valid for pod {pod['metadata']['name']}")
         return name
 
+    @staticmethod
+    def _line_end(pod: dict, container: str) -> str:
+        """How the container's output ends a line: a container with a TTY (`tty: true`) writes through a terminal,
+        which turns each NL into CR NL, in its logs as on an attach; without one, NL."""
+        spec = next((c for c in pod["spec"].get("containers", []) if c.get("name") == container), {})
+        return "\r\n" if spec.get("tty") else "\n"
+
     def _running_app(self, pod: dict, container: str):
         rt = self.api.cluster.kubelet.runtime(pod)
         app = rt.apps.get(container) if rt is not None else None
@@ -57,6 +64,7 @@ class PodStreams:
             container = self._container(pod)
             rt, app = self._running_app(pod, container)
             lines = list(app.log)
+            end = self._line_end(pod, container)
         tail = self.query.get("tailLines")
         if tail not in (None, ""):
             try:
@@ -64,7 +72,7 @@ class PodStreams:
             except ValueError as e:
                 raise BadRequest(f"tailLines must be an integer, not {tail!r}") from e
             lines = lines[-n:] if n > 0 else []
-        text = "".join(line + "\n" for line in lines).encode()
+        text = "".join(line + end for line in lines).encode()
         if self.query.get("follow") not in ("true", "1"):
             return self._send_bytes(text, content_type="text/plain")
         self._start_stream("text/plain")
@@ -78,7 +86,7 @@ class PodStreams:
                     new = list(app.log[sent:])
                     sent = len(app.log)
                 if new:
-                    self._chunk("".join(line + "\n" for line in new).encode())
+                    self._chunk("".join(line + end for line in new).encode())
                 if not alive:
                     break
                 if self._client_gone():
@@ -147,7 +155,7 @@ class PodStreams:
             elif app.interactive and self.query.get("stdin") in ("true", "1"):
                 self._interactive(ws, app, app.argv or [app.image.entrypoint], ends=(route, container))
             else:
-                self._attach(ws, route, rt, app, container, tty)
+                self._attach(ws, route, rt, app, container, self._line_end(pod, container))
         except OSError:
             pass
         finally:
@@ -209,7 +217,7 @@ class PodStreams:
             self.connection.settimeout(None)
         return data.decode("utf-8", errors="replace")
 
-    def _attach(self, ws: WebSocket, route: Route, rt: Any, app: Any, container: str, tty: bool) -> None:
+    def _attach(self, ws: WebSocket, route: Route, rt: Any, app: Any, container: str, end: str) -> None:
         cluster = self.api.cluster
         with cluster.lock:
             sent = len(app.log)  # attach sees what the container prints from now on, as with a real kubelet
@@ -225,10 +233,7 @@ class PodStreams:
                     code = rt.exited[container]
                 done = current is None or exited or restarted or current["metadata"].get("deletionTimestamp")
             if new:
-                text = "".join(line + "\n" for line in new)
-                if tty:
-                    text = text.replace("\n", "\r\n")
-                ws.send_channel(STDOUT, text.encode())
+                ws.send_channel(STDOUT, "".join(line + end for line in new).encode())
             if done:
                 break
             if self._client_gone() and not self._drain_input(ws):
@@ -238,11 +243,11 @@ class PodStreams:
         ws.send_status(code, [])
 
     def _drain_input(self, ws: WebSocket) -> bool:
-        """Read what an attached client sent (stdin, resize, its stdin-closed signal); False once it has hung up.
-        The containers here read no input, so it is dropped."""
+        """Read what an attached client sent (stdin, resize, its stdin-closed signal, the heartbeat pings kubectl sends
+        every few seconds); False once it has hung up. The containers here read no input, so it is dropped."""
         self.connection.settimeout(1.0)
         try:
-            ws.receive()
+            ws.receive_available()
             return True
         except (OSError, WebSocketClosed):
             return False

@@ -20,16 +20,12 @@ import time
 import traceback
 from collections import deque
 from http.server import ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
-import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from labsupport.apiserver import authz
 from labsupport.apiserver.handler import RequestHandler
+from labsupport.apiserver.kubeconfig import write_kubeconfig
 from labsupport.apiserver.fields import FieldOwners
 from labsupport.apiserver.routes import IDLE_STEP
 from labsupport.control.clock import rfc3339
@@ -42,6 +38,12 @@ def make_certificate(directory: str) -> tuple[str, str]:
     An ECDSA P-256 key and a ten-year certificate for `127.0.0.1` and `localhost`, made in-process; the kubeconfig
     trusts the certificate itself as its CA, so it is marked as one.
     """
+    # imported here: the in-process server (inprocess.py) runs where cryptography is not installed
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
     cert, key = os.path.join(directory, "server.crt"), os.path.join(directory, "server.key")
     private = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "labsupport-apiserver")])
@@ -91,11 +93,20 @@ class TLSServer(ThreadingHTTPServer):
 
 
 class Watcher:
-    """One open watch: the store events it still has to send."""
+    """One open watch: its kind and client program, the store events it still has to send, the resourceVersion of
+    the last one queued for it, and the last it has handled (sent to its client, or passed over as not selected);
+    -1 until its first list or replay is sent."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, agent: str = ""):
         self.kind = kind
+        self.agent = agent
         self.queue: deque = deque()
+        self.queued = 0
+        self.handled = -1
+
+    def caught_up(self, rv: int) -> bool:
+        """Whether it has handled every event of its kind up to resourceVersion `rv` that was queued for it."""
+        return self.handled >= 0 and (self.handled >= rv or self.handled >= self.queued)
 
 
 class APIServer:
@@ -113,7 +124,9 @@ class APIServer:
         self.dir: str | None = None
         self._httpd: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []
-        self._cond = threading.Condition()
+        watches = threading.RLock()
+        self._cond = threading.Condition(watches)   # a watch has events to send
+        self._sent = threading.Condition(watches)   # a watch has sent some
         self._watchers: set[Watcher] = set()
         self._last_event = time.monotonic()
         self._advance_lock = threading.Lock()
@@ -192,6 +205,7 @@ class APIServer:
         self._stopping.set()
         with self._cond:
             self._cond.notify_all()
+            self._sent.notify_all()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -207,19 +221,10 @@ class APIServer:
         self.dir = None
 
     def _write_kubeconfig(self) -> None:
-        config = {
-            "apiVersion": "v1", "kind": "Config", "preferences": {},
-            "clusters": [{"name": "labsupport", "cluster": {
-                "server": self.url,
-                "certificate-authority-data": base64.b64encode(open(self.cert_path, "rb").read()).decode()}}],
-            "users": [{"name": "labsupport", "user": {"token": self.token}}],
-            "contexts": [{"name": "labsupport", "context": {"cluster": "labsupport", "user": "labsupport",
-                                                             "namespace": "default"}}],
-            "current-context": "labsupport",
-        }
-        fd = os.open(self.kubeconfig_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            yaml.safe_dump(config, f, sort_keys=False)
+        with open(self.cert_path, "rb") as cert:
+            authority = base64.b64encode(cert.read()).decode()
+        write_kubeconfig(self.kubeconfig_path, {"server": self.url, "certificate-authority-data": authority},
+                         self.token)
 
     # --- events and time -----------------------------------------------------------------------------------
     def _on_event(self, event) -> None:
@@ -232,6 +237,7 @@ class APIServer:
             for w in self._watchers:
                 if w.kind == event.kind:
                     w.queue.append(event)
+                    w.queued = event.rv
             self._cond.notify_all()
 
     def wait_idle(self, limit: float | None) -> None:
@@ -277,9 +283,10 @@ class APIServer:
                 traceback.print_exc()
             last = now
 
-    def register(self, kind: str) -> Watcher:
-        """Start collecting events of a kind for a watch (call with the cluster lock held)."""
-        w = Watcher(kind)
+    def register(self, kind: str, agent: str = "") -> Watcher:
+        """Start collecting events of a kind for a watch by client program `agent` (call with the cluster lock
+        held)."""
+        w = Watcher(kind, agent)
         with self._cond:
             self._watchers.add(w)
         return w
@@ -288,6 +295,30 @@ class APIServer:
         """Stop collecting for a watch."""
         with self._cond:
             self._watchers.discard(w)
+
+    def mark_handled(self, w: Watcher, rv: int) -> None:
+        """A watch has sent its client everything up to resourceVersion `rv` (the bytes are in the socket)."""
+        with self._cond:
+            w.handled = max(w.handled, rv)
+            self._sent.notify_all()
+
+    def wait_delivered(self, kinds: Iterable[str], rv: int, timeout: float, *, agent: str | None = None) -> bool:
+        """Wait until every open watch of `kinds` (by client program `agent`, if given) has sent its client the
+        events up to resourceVersion `rv` (a watch that has nothing selected in them counts as soon as it has passed
+        them over). False when some watch is still behind after `timeout` real seconds (a client that stopped
+        reading)."""
+        wanted = frozenset(kinds)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while any(w.kind in wanted and (agent is None or w.agent == agent) and not w.caught_up(rv)
+                      for w in self._watchers):
+                if self._stopping.is_set():
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._sent.wait(left)
+            return True
 
     def next_events(self, w: Watcher, timeout: float) -> list:
         """Events queued for a watch, waiting up to `timeout` real seconds for the first."""

@@ -58,7 +58,7 @@ class Watching:
         initial_events = self.query.get("sendInitialEvents") == "true"
         bookmarks = self.query.get("allowWatchBookmarks") in ("true", "1")
         with cluster.lock:
-            watcher = api.register(route.info.kind)
+            watcher = api.register(route.info.kind, self._agent())
             try:
                 if rv_text in ("", "0") or initial_events:
                     backlog = [("ADDED", o, None) for o in cluster.list(route.info.kind, ns)]
@@ -72,6 +72,7 @@ class Watching:
                                                                                               [route.info.kind])]
                     # events already replayed must not come twice through the queue
                     watcher.queue.clear()
+                listed_rv = cluster.store.rv   # what the list or the replay brings the client up to
             except Gone as e:
                 api.unregister(watcher)
                 self._start_stream("application/json")
@@ -111,6 +112,7 @@ class Watching:
                                               "metadata": {"resourceVersion": str(start_rv),
                                                            "annotations": {"k8s.io/initial-events-end": "true"}}})
             seen = start_rv
+            api.mark_handled(watcher, listed_rv)
             last_sent = time.monotonic()
             while not api.stopping and time.monotonic() < wall_end:
                 events = api.next_events(watcher, IDLE_STEP)
@@ -121,6 +123,7 @@ class Watching:
                     emit(event.type, event.object, event.old)
                     last_sent = time.monotonic()
                 if events:
+                    api.mark_handled(watcher, seen)
                     continue
                 if bookmarks and time.monotonic() - last_sent > BOOKMARK_SECONDS:
                     self._send_event("BOOKMARK", {"kind": route.info.kind, "apiVersion": route.info.api_version,

@@ -129,19 +129,38 @@ class WebSocket:
             if self._connection.state is not State.OPEN:
                 self.closed = True
                 raise WebSocketClosed()
-            data = self.reader.read1(READ_SIZE)  # type: ignore[attr-defined]
-            if data:
-                self._connection.receive_data(data)
-            else:
-                self._connection.receive_eof()
-            self._frames.extend(self._connection.events_received())
-            try:
-                self._flush()
-            except OSError:
-                pass
+            data = self._read_once()
             if not data and not self._frames:
                 self.closed = True
                 raise WebSocketClosed()
+
+    def _read_once(self) -> bytes:
+        """Read what the client has sent (b"" at its end), queue the frames it completes and answer its pings."""
+        data = self.reader.read1(READ_SIZE)  # type: ignore[attr-defined]
+        if data:
+            self._connection.receive_data(data)
+        else:
+            self._connection.receive_eof()
+        self._frames.extend(self._connection.events_received())
+        try:
+            self._flush()
+        except OSError:
+            pass
+        return data
+
+    def receive_available(self) -> list[tuple[int, bytes]]:
+        """Read once what the client has sent, answering its pings, and return the messages that completed (none for a
+        ping alone: unlike `receive`, it does not wait for the next message); WebSocketClosed at the end."""
+        data = self._read_once()
+        messages = []
+        while self._frames:
+            message = self._take(self._frames.popleft())
+            if message is not None:
+                messages.append(message)
+        if not data:
+            self.closed = True
+            raise WebSocketClosed()
+        return messages
 
     def _take(self, frame: Frame) -> tuple[int, bytes] | None:
         """The message a frame completes, or None (a fragment, a ping, a pong); WebSocketClosed on close."""

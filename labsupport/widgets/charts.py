@@ -1,7 +1,8 @@
 """Charts for the scale lessons: rules kube-proxy writes, rules a new connection walks, bytes a watch ships.
 
 The measurements run kube-proxy's renderers and the data-plane model on synthetic Services, so a lesson can
-show how each mode grows without building a big cluster.
+show how each mode grows without building a big cluster. The charts are SVG the project draws itself
+(`labsupport.widgets.plot`), the same in CPython and in the browser.
 
 >>> counts = rule_counts([5, 10], endpoints=2, modes=("iptables", "nftables"))
 >>> counts["iptables"][1] > counts["iptables"][0]
@@ -12,12 +13,15 @@ True
 """
 from __future__ import annotations
 
-import base64
-import io
+import itertools
+import math
+import textwrap
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
+from labsupport import formats
 from labsupport.proxy.rule_count import count_rules
+from labsupport.widgets.plot import Plot, Scale
 
 NODE = {"apiVersion": "v1", "kind": "Node",
         "metadata": {"name": "lab-worker", "labels": {"topology.kubernetes.io/zone": "ru-central1-a"}},
@@ -25,6 +29,10 @@ NODE = {"apiVersion": "v1", "kind": "Node",
         "status": {"addresses": [{"type": "InternalIP", "address": "172.18.0.3"}]}}
 CONFIG = {"clusterCIDR": "10.244.0.0/16"}
 MODE_COLORS = {"iptables": "#c62828", "ipvs": "#6a1b9a", "nftables": "#2e7d32"}
+#: The lines of series not named after a proxy mode, in turn.
+OTHER_COLORS = ("#1565c0", "#ef6c00", "#00838f", "#5d4037", "#ad1457", "#827717")
+#: The bars, in turn.
+BAR_COLORS = ("#c62828", "#2e7d32", "#1565c0", "#6a1b9a")
 
 
 def _ip(base: int, n: int) -> str:
@@ -96,85 +104,104 @@ def connection_cost(service_counts: Iterable[int], endpoints: int = 10,
 
 
 class Chart:
-    """A matplotlib figure that shows itself as a PNG (in notebooks, HTML exports and nbgrader feedback)."""
+    """A chart drawn as SVG, shown as that SVG in notebooks, HTML exports and nbgrader feedback."""
 
-    def __init__(self, figure):
-        self.figure = figure
-
-    def png(self) -> bytes:
-        """The chart as PNG bytes."""
-        buffer = io.BytesIO()
-        self.figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-        return buffer.getvalue()
+    def __init__(self, svg: str, title: str = ""):
+        self._svg = svg
+        self.title = title
 
     def svg(self) -> str:
         """The chart as SVG text."""
-        buffer = io.StringIO()
-        self.figure.savefig(buffer, format="svg", bbox_inches="tight")
-        return buffer.getvalue()
+        return self._svg
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        title = self.figure.axes[0].get_title() if self.figure.axes else "chart"
-        return {"image/png": base64.b64encode(self.png()).decode("ascii"), "text/plain": f"<Chart {title!r}>"}
+        return {"image/svg+xml": self._svg, "text/plain": f"<Chart {self.title!r}>"}
 
     def __repr__(self) -> str:
         return "<Chart>"
 
 
-def _figure(size=(7.5, 4.0)):
-    from matplotlib.figure import Figure
-    return Figure(figsize=size)
-
-
 def line_chart(x: Sequence[float], series: dict[str, Sequence[float]], *, title: str, xlabel: str, ylabel: str,
                logy: bool = False, notes: dict[str, str] | None = None) -> Chart:
-    """A line chart with one line per series (colours follow the proxy modes when the names match)."""
-    fig = _figure()
-    ax = fig.add_subplot(1, 1, 1)
-    for name, ys in series.items():
-        ax.plot(list(x), list(ys), marker="o", label=name, color=MODE_COLORS.get(name.split()[0]))
-        if notes and name in notes:
-            ax.annotate(notes[name], (list(x)[-1], list(ys)[-1]), textcoords="offset points", xytext=(-10, 8),
-                        ha="right", fontsize=8)
-    if logy:
-        ax.set_yscale("log")
-    ax.set_title(title)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    return Chart(fig)
+    """A line chart with one line per series, a marker on each point (colours follow the proxy modes when the names
+    match); `notes` writes a series' note at its last point.
+
+    >>> svg = line_chart([1, 2], {"iptables": [1, 4]}, title="t", xlabel="x", ylabel="y", notes={"iptables": "n"}).svg()
+    >>> MODE_COLORS["iptables"] in svg, svg.count('class="marker"'), '<text class="note"' in svg
+    (True, 2, True)
+    """
+    xs, lines = list(x), {name: list(ys) for name, ys in series.items()}
+    plot = Plot(Scale.around(xs), Scale.around([v for ys in lines.values() for v in ys], log=logy), title=title,
+                xlabel=xlabel, ylabel=ylabel, grid="xy")
+    others = itertools.cycle(OTHER_COLORS)
+    for name, ys in lines.items():
+        mode = name.split()[0] if name.split() else ""
+        plot.line(xs, ys, MODE_COLORS.get(mode) or next(others), name=name)
+        if notes and name in notes and xs and ys:
+            plot.note(xs[-1], ys[-1], notes[name])
+    plot.legend()
+    return Chart(plot.svg(), title)
 
 
 def bar_chart(values: dict[str, float], *, title: str, ylabel: str, logy: bool = False,
-              fmt: str = "{:,.0f}") -> Chart:
-    """A bar chart with the value printed on each bar."""
-    fig = _figure((7.5, 3.8))
-    ax = fig.add_subplot(1, 1, 1)
+              fmt: str | Callable[[float], str] | None = None) -> Chart:
+    """A bar chart with the value printed on each bar: by `fmt` (a format string, or a function such as
+    `human_bytes`), a whole number in the language chosen by default.
+
+    >>> import re
+    >>> svg = bar_chart({"a": 20000, "b": 5000}, title="t", ylabel="y").svg()
+    >>> re.findall(r'<text class="bar-value"[^>]*>([^<]*)</text>', svg)
+    ['20,000', '5,000']
+    """
+    say = fmt.format if isinstance(fmt, str) else fmt or formats.number
     names, heights = list(values), list(values.values())
-    bars = ax.bar(names, heights, color=["#c62828", "#2e7d32", "#1565c0", "#6a1b9a"][:len(names)])
-    for bar, h in zip(bars, heights):
-        ax.annotate(fmt.format(h), (bar.get_x() + bar.get_width() / 2, h), ha="center", va="bottom", fontsize=9)
-    if logy:
-        ax.set_yscale("log")
-    top = max(heights, default=0)
-    if top > 0:     # headroom, so that the tallest bar's value stays inside the frame
-        ax.set_ylim(top=top * 3 if logy else top * 1.12)
-    ax.set_title(title)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    return Chart(fig)
+    margin = 0.05 * (len(names) - 0.2)         # the x axis holds the bars (0.8 wide) with 5% to spare
+    x = Scale(-0.4 - margin, len(names) - 0.6 + margin) if names else Scale(-0.5, 0.5)
+    y = _bar_scale([float(h) for h in heights], logy)
+
+    def drawn(labels: list[str]) -> Plot:
+        return Plot(x, y, title=title, ylabel=ylabel, categories=labels, grid="y", height=380)
+
+    plot = _fit_labels(drawn, names)
+    for i, (h, color) in enumerate(zip(heights, itertools.cycle(BAR_COLORS))):
+        plot.bar(i - 0.4, i + 0.4, float(h), color)
+        plot.text(i, float(h), say(h), cls="bar-value", dy=-4)
+    return Chart(plot.svg(), title)
+
+
+def _bar_scale(heights: list[float], log: bool) -> Scale:
+    """The bars' y scale, with headroom so that the tallest bar's value stays inside the frame (×3 on a log scale,
+    ×1.12 on a linear one); a log scale starts a power of ten under half the shortest bar."""
+    top = max(heights, default=0.0)
+    if log:
+        shown = [h for h in heights if h > 0]
+        if not shown:
+            return Scale(1.0, 10.0, log=True)
+        return Scale(10.0 ** math.floor(math.log10(min(shown) / 2)), top * 3, log=True)
+    low = min(heights, default=0.0)
+    return Scale(low * 1.12 if low < 0 else 0.0, top * 1.12 if top > 0 else 1.0)
+
+
+def _fit_labels(drawn: Callable[[list[str]], Plot], names: list[str], gap: float = 6.0) -> Plot:
+    """The chart `drawn` with the bars' names wrapped at spaces, each line of a name narrower and narrower, until no
+    name runs into the next one's (long names such as "EndpointSlice (blog's 300 B × 100 × 3,000)" under neighbouring
+    bars)."""
+    plot = drawn(names)
+    longest = max((len(line) for name in names for line in name.split("\n")), default=0)
+    for width in range(longest, 7, -1):
+        labels = ["\n".join(textwrap.fill(line, width, break_long_words=False) for line in name.split("\n"))
+                  for name in names]
+        plot = drawn(labels)
+        spans = plot.category_spans()
+        if all(left[1] + gap <= right[0] for left, right in zip(spans, spans[1:])):
+            return plot
+    return plot
 
 
 def human_bytes(n: float) -> str:
-    """Bytes in kB/MB/GB/TB (decimal, as the published numbers use)."""
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:,.1f} {unit}" if unit != "B" else f"{n:,.0f} B"
-        n /= 1000
-    return f"{n:,.1f} TB"
+    """Bytes in kB/MB/GB/TB (decimal, as the published numbers use), as the language chosen writes them: 245.3 MB,
+    245,3 МБ."""
+    return formats.size(n)
 
 
 __all__ = ["Chart", "line_chart", "bar_chart", "rule_counts", "connection_cost", "synthetic_services", "count_rules",

@@ -81,7 +81,8 @@ def test_up_status_kubectl_down(tmp_path):
             else:
                 os.environ["XDG_RUNTIME_DIR"] = old
     finally:
-        down = cli("down")
+        # `down` alone would also delete every kind cluster of the lab's on this machine: name one that is not there
+        down = cli("down", "--kind", "labsupport-none-for-this-test")
     assert down.returncode == 0
     assert cli("status").returncode == 1
     assert not os.path.exists(tmp_path / "labsupport" / "apiserver.json")

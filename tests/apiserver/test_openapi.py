@@ -85,3 +85,12 @@ def test_merge_keys_follow_the_type():
     assert schemas["io.k8s.api.core.v1.ServiceSpec"]["properties"]["ports"]["x-kubernetes-patch-merge-key"] == "port"
     assert schemas["io.k8s.api.core.v1.Container"]["properties"]["ports"]["x-kubernetes-patch-merge-key"] == \
         "containerPort"
+
+
+def test_the_shipped_v3_documents_are_what_the_client_gives():
+    """openapi_v3.json (served everywhere, a browser tab too) matches the installed client; if this fails, run
+    `python -m labsupport.apiserver.openapi` and commit the file."""
+    shipped = json.loads(openapi.V3_PATH.read_text(encoding="utf-8"))
+    assert shipped == openapi.v3_documents_from_client()
+    for key in shipped["documents"]:
+        assert openapi.v3_document_text(key) == openapi.v3_document_from_client(key)

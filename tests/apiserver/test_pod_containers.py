@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import subprocess
+import threading
 import time
 
 import pytest
@@ -189,6 +191,68 @@ def test_run_it_attaches_to_the_containers_shell(lab):
             proc.kill()
             proc.wait()
         os.close(master)
+
+
+def test_run_it_stays_attached_past_kubectls_heartbeat(lab):
+    """`kubectl run -it … | head` on a container that keeps printing: kubectl pings the API server every few seconds
+    while attached, and the session goes on (it ended after ten seconds, the ping taken for a hang-up); every line
+    ends CR NL, as the container's terminal writes it, on kubectl's raw terminal."""
+    master, slave = pty.openpty()
+    env = dict(os.environ, KUBECONFIG=lab.kubeconfig,
+               KUBECACHEDIR=os.path.join(os.path.dirname(lab.kubeconfig), "cache"))
+    proc = subprocess.Popen(["sh", "-c", f"{find_kubectl()} run -it teletype --image=busybox:1.36 --restart=Never "
+                             "-- sleep 3600 | head -n 1000"], stdin=slave, stdout=slave, stderr=slave, env=env,
+                            close_fds=True)
+    os.close(slave)
+    cluster = lab._backend.cluster
+    ticking = threading.Event()
+
+    def tick() -> None:         # the container prints a line now and then (kubectl attaches when it is ready)
+        for n in range(200):
+            if ticking.wait(0.2):
+                return
+            with cluster.lock:
+                pod = cluster.store.find("Pod", "default", "teletype")
+                runtime = cluster.kubelet.runtime(pod) if pod is not None else None
+                if runtime is not None and "teletype" in runtime.apps:
+                    runtime.apps["teletype"].log.append(f"tick {n}")
+
+    thread = threading.Thread(target=tick)
+    thread.start()
+    try:
+        shown = _read(master, b"try pressing enter", timeout=60)
+        shown += _read(master, b"tick ", timeout=30)
+        shown += _read(master, b"never", timeout=12)        # past kubectl's heartbeat (every 5 s)
+        later = _read(master, b"tick ", timeout=10)
+        shown += later
+    finally:
+        ticking.set()
+        thread.join()
+        lab.delete("pod", "teletype")
+        try:
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            os.close(master)
+    lines = re.findall(rb"tick \d+\r?\n", shown)
+    assert b"tick " in later, f"the session ended: {shown!r}"
+    assert lines and all(line.endswith(b"\r\n") for line in lines), shown
+    assert not re.search(rb"[^\r]\n", shown), f"a bare NL on the terminal: {shown!r}"
+
+
+def test_a_tty_containers_logs_end_lines_as_its_terminal_did(lab, kubectl):
+    """A container with a TTY writes through a terminal, which ends every line CR NL. `kubectl run -it … | head` of a
+    command that ends at once prints the finished container's logs while kubectl's terminal is raw: a bare NL there
+    steps each line right (a staircase)."""
+    lab.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "typed"},
+               "spec": {"containers": [{"name": "c", "image": "busybox:1.36", "tty": True,
+                                        "command": ["sh", "-c", "echo one; echo two"]}], "restartPolicy": "Never"}})
+    kubectl("wait --for=jsonpath={.status.phase}=Succeeded pod/typed --timeout=60s")
+    logs = subprocess.run([find_kubectl(), "--kubeconfig", lab.kubeconfig, "logs", "typed"], capture_output=True,
+                          timeout=60)
+    assert logs.stdout == b"one\r\ntwo\r\n"
 
 
 def test_a_loop_in_a_pod_sees_the_service_spread_requests(kubectl, lab):

@@ -239,3 +239,53 @@ def test_get_watch_with_request_timeout_sees_that_much_cluster_time(kubectl, lab
     assert "Running" in out
     assert 19.9 <= clock.now - before <= 20.5
     kubectl("delete pod sleeper --grace-period=0 --force", ok=False)
+
+
+def test_the_server_tells_when_every_watch_has_sent_a_change(lab, api):
+    """`wait_delivered`: what the real kube-proxy's settle waits for before it gives a change its grace."""
+    server = lab._backend.apiserver()
+    cluster = lab._backend.cluster
+    streams, stop, threads = [[] for _ in range(2)], threading.Event(), []
+    for out in streams:
+        ready = threading.Event()
+        t = threading.Thread(target=_watch_stream, daemon=True, args=(
+            api, "/api/v1/namespaces/default/configmaps?watch=true", out, ready, stop))   # open until the test ends
+        t.start()
+        ready.wait(5)
+        threads.append(t)
+    made = []
+
+    def make(name):
+        cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}})
+        made.append(name)
+    try:
+        make("sent-first")
+        wait_until(lambda: all(any(e["object"]["metadata"]["name"] == "sent-first" for e in s) for s in streams),
+                   timeout=10)
+        before = [len(s) for s in streams]
+        for i in range(20):
+            make(f"sent{i}")
+        rv = cluster.store.rv
+        assert server.wait_delivered({"ConfigMap"}, rv, 10)
+        # sent means in the socket: each client reads all twenty without the server doing anything more
+        wait_until(lambda: all(len(s) - b == 20 for s, b in zip(streams, before)), timeout=5)
+        # a watch that has not caught up holds the wait until its timeout; one of another kind does not
+        behind, other = server.register("ConfigMap", "slow-reader"), server.register("Secret")
+        try:
+            assert not server.wait_delivered({"ConfigMap"}, rv, 0.3)
+            # waited for by the program asked about only (a settle asks about kube-proxy's watches)
+            assert server.wait_delivered({"ConfigMap"}, rv, 0.3, agent="kube-proxy")
+            assert not server.wait_delivered({"ConfigMap"}, rv, 0.3, agent="slow-reader")
+            server.mark_handled(behind, rv)
+            assert server.wait_delivered({"ConfigMap"}, rv, 0.3)
+            assert server.wait_delivered({"ConfigMap", "Secret"}, rv, 0.3) is False
+            # a watch is behind only on what was queued for it: none of the twenty were Secrets
+            server.mark_handled(other, rv - 20)
+            assert server.wait_delivered({"ConfigMap", "Secret"}, rv, 0.3)
+        finally:
+            server.unregister(behind)
+            server.unregister(other)
+    finally:
+        stop.set()
+        for name in made:
+            cluster.delete("ConfigMap", "default", name)

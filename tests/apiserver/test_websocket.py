@@ -75,6 +75,23 @@ def test_reads_masked_messages_fragments_and_answers_pings(pair):
     assert pong.opcode is Opcode.PONG and pong.data == b"are you there"
 
 
+def test_what_is_available_is_read_without_waiting_for_more(pair):
+    """A ping alone (kubectl's heartbeat while attached) is answered, and the read returns: no message, no wait."""
+    ws, peer = pair
+    peer.protocol.send_ping(b"heartbeat")
+    peer.push()
+    assert ws.receive_available() == []
+    (pong,) = peer.frames()
+    assert pong.opcode is Opcode.PONG and pong.data == b"heartbeat"
+    peer.protocol.send_binary(bytes([4]) + b'{"Width":80,"Height":24}')
+    peer.push()
+    assert ws.receive_available() == [(2, b'\x04{"Width":80,"Height":24}')]
+    peer.protocol.send_close()
+    peer.push()
+    with pytest.raises(WebSocketClosed):
+        ws.receive_available()
+
+
 def test_channel_frames_reach_the_client(pair):
     ws, peer = pair
     ws.send_channel(STDOUT, b"hello\n")
