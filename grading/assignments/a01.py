@@ -121,8 +121,8 @@ victim_ip = victim["status"]["podIP"]
 lab.delete("pod", victim["metadata"]["name"])
 captured = lab.get("endpointslices", selector="kubernetes.io/service-name=web")'''),
         tests("terminate-test", 2, '''
-checks.endpoint_terminating(captured, victim_ip, "web")''', hidden='''
-ep = checks.endpoint_terminating(captured, victim_ip, "web")
+checks.endpoint_terminating(captured, victim_ip, "web", lab=lab)''', hidden='''
+ep = checks.endpoint_terminating(captured, victim_ip, "web", lab=lab)
 assert ep["conditions"].get("serving") is True, \\
     "a pod held by its preStop hook still passes readiness: its endpoint should be serving"'''),
         tests("terminate-name-test", 1, '''
@@ -144,7 +144,7 @@ def settled(l):
 
 settle_seconds = lab.wait(settled, timeout=120)''', after="settle_seconds"),
         tests("settle-test", 2, '''
-checks.was_listed(captured, victim_ip, "web")
+checks.victim_in_capture(captured, victim_ip, "web", lab=lab)
 checks.address_gone(lab, "web", victim_ip)
 checks.slice_has_ready_addresses(lab, "web", 3)'''),
         tests("settle-time-test", 1, '''

@@ -69,8 +69,8 @@ def notebook() -> Notebook:
     """The notebook."""
     return Notebook("02-dns", "dns", "Assignment 2: headless Services and DNS", [
         md("""
-A normal Service gets one virtual IP, and DNS answers its name with that IP; kube-proxy rewrites packets sent to
-it. A *headless* Service (`clusterIP: None`) has no virtual IP and no kube-proxy rules at all: DNS answers with the
+A normal Service gets one virtual IP, and DNS answers its name with that IP; the kernel rewrites packets sent to
+it, following the rules kube-proxy writes. A *headless* Service (`clusterIP: None`) has no virtual IP and no kube-proxy rules at all: DNS answers with the
 addresses of the ready pods themselves. That is discovery without proxying, and it is what gives each pod of a
 StatefulSet its own stable name."""),
         setup(),

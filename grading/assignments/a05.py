@@ -302,7 +302,8 @@ diagnosis_admin = "nodePort"
 lab.apply(ADMIN_SVC.replace(f"    nodePort: {task.taken_node_port}\\n", ""))''', after="admin_error"),
         tests("admin-error-test", 1, '''
 checks.refusal(admin_error, lab, 'Service "admin" is invalid', f"nodePort: Invalid value: {task.taken_node_port}",
-               "provided port is already allocated")'''),
+               "provided port is already allocated", kind="Service", name="admin", field="spec.ports[0].nodePort",
+               value=task.taken_node_port, detail="provided port is already allocated")'''),
         tests("admin-test", 2, '''
 checks.service_type(lab, "admin", "NodePort")
 port = checks.node_port(lab, "admin")

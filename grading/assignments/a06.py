@@ -164,8 +164,8 @@ A headless Service (clusterIP: None) gets no virtual IP and no kube-proxy rules:
 own addresses, so clients that need particular pods (or do their own balancing) can find them: discovery without
 proxying. A StatefulSet's pods are not interchangeable (database replicas, a primary and its followers); each
 needs a stable identity that peers can reach by name. The headless Service named in serviceName gives every pod a
-DNS record <pod>.<service>.<ns>.svc.cluster.local that follows the pod through restarts, even when its IP
-changes.""", """
+DNS record <pod>.<service>.<ns>.svc.cluster.local that stays with the pod when it is deleted and made again, even
+on another node with another IP.""", """
 1 point: headless = no ClusterIP/no proxying, DNS returns the pod IPs (discovery, client picks the pod).
 1 point: StatefulSet pods need stable per-pod DNS names (web-0.web…) that survive rescheduling, which only the
 governing headless Service provides."""),

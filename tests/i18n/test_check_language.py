@@ -46,7 +46,7 @@ def test_a_selector_that_matches_nothing_fails_in_russian(lab, monkeypatch):
 def test_a_missing_object_is_named_in_russian_with_the_call_to_run(lab, monkeypatch):
     monkeypatch.setenv(VARIABLE, "ru")
     message = failure(lambda: checks.service_type(lab, "nope", "NodePort"))
-    assert message == ('в namespace "default" нет Service "nope": выполнилась ли без ошибки ячейка, которая его '
+    assert message == ('в namespace "default" нет объекта Service "nope": выполнилась ли без ошибки ячейка, которая его '
                        "создаёт? Посмотри, что есть, через lab.get('service').")
 
 

@@ -38,6 +38,8 @@ def test_the_picture_is_russian_with_ru(lab, monkeypatch):
     assert buttons(graph) == ["масштабировать", "удалить под", "отправить запрос", "+5 с"]
     assert ">клиент<" in graph.svg and ">под ready<" in graph.svg and "зона ru-central1-a" in graph.svg
     assert "slice web-" not in graph.svg and "слайс web-" in graph.svg
+    assert "<b>Стенд</b> — бэкенд <code>sim</code>, режим kube-proxy <code>iptables</code><table><tr><th>нода</th>" \
+        in lab._repr_html_()
     label, value = next((label, value) for label, value in graph.source.options if value.startswith("pod/"))
     assert label.startswith("под web-")
     graph.source.value = value

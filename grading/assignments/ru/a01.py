@@ -20,7 +20,7 @@ kube-proxy на каждой ноде читает эти слайсы. В эт�
 * Deployment `web`: 3 реплики `nginx` (любой тег, например `nginx:1.27`), поды с меткой `app: web`, порт
   контейнера 80 и хук `preStop`, который спит 20 с (у контейнера
   `lifecycle: {preStop: {exec: {command: [sleep, "20"]}}}`; зачем он — объясняет упражнение 3);
-* Service `web` типа `ClusterIP` с селектором `app: web` на твоём порту (`task.service_port`) с target port 80;
+* Service `web` типа `ClusterIP` с селектором `app: web` на твоём порту (`task.service_port`) с `targetPort: 80`;
   назови порт своим именем порта (`task.port_name`).
 
 Примени его через `lab.apply(...)` и дождись, пока в слайсах сервиса появятся три готовых адреса.

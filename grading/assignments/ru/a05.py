@@ -41,16 +41,16 @@ source="pod/client")` получает отказ. Запиши `diagnosis_pay` 
         "85a827b8": """
 ## Проблема 4: `admin` (4 балла)
 
-Команда подготовила манифест `ADMIN_SVC`: он публикует Deployment `admin` на твоём NodePort
+Коллеги подготовили манифест `ADMIN_SVC`: он публикует Deployment `admin` на твоём NodePort
 (`task.taken_node_port`). Примени его и поймай отказ API-сервера (`from labsupport import Invalid`;
 `except Invalid as err`), а его сообщение сохрани в `admin_error` (`str(err)`). Потом запиши `diagnosis_admin` и
-создай сервис так, чтобы он ни с чем не мог столкнуться (пусть порт выберет API-сервер). Он должен отвечать
+создай сервис так, чтобы его nodePort ни с кем не конфликтовал (пусть порт выберет API-сервер). Он должен отвечать
 снаружи кластера на IP каждой ноды на своём nodePort.""",
         # Problem 5
         "b99d5fab": """
 ## Проблема 5: `api` (3 балла)
 
-`api` отмасштабировали с одного пода до твоего числа подов (`task.api_replicas`), но `conn.request()` (открытое
+`api` отскейлили с одного пода до твоего числа подов (`task.api_replicas`), но `conn.request()` (открытое
 соединение клиента) всегда попадает на один и тот же под. Попробуй `Counter(conn.request().body for _ in
 range(30))` (`from collections import Counter`) и запиши `diagnosis_api`. Потом почини сторону клиента: закрой
 `conn` и сделай по 30 запросов на под к `http://api/hostname` из `pod/client` так, чтобы kube-proxy мог их

@@ -100,25 +100,25 @@ healthCheckNodePort), а трафик делится по нодам, а не п
 
 * `q4_choice`: что DNS отвечает на `db` — headless-сервис с тремя готовыми подами?
   `"a"`: его ClusterIP; `"b"`: IP трёх подов; `"c"`: IP нод; `"d"`: NXDOMAIN.
-* `q4_name`: полное DNS-имя твоего пода StatefulSet `db` (его `serviceName` — `db`), того, который запустился
-  под номером `task.pod_number` (считая с единицы), в твоём namespace (`task.namespace`; домен кластера —
+* `q4_name`: полное DNS-имя пода StatefulSet `db` (его `serviceName` — `db`) с порядковым номером запуска
+  `task.pod_number` (считая с единицы), в твоём namespace (`task.namespace`; домен кластера —
   `cluster.local`).
 
 Ячейка ниже показывает такой StatefulSet (в `default`), если захочешь проверить.""",
         "30da44bf": "**Вопрос 4, словами:** зачем нужен headless-сервис и почему StatefulSet не может без него "
                     "обойтись?",
         "4ca800fe": "Зачем нужен headless-сервис и почему он незаменим для StatefulSet?",
-        "89830351": """
+        "40c9e7d7": """
 Headless-сервис (clusterIP: None) не получает ни виртуального IP, ни правил kube-proxy: DNS отвечает собственными
 адресами готовых подов, поэтому клиенты, которым нужны конкретные поды (или которые балансируют сами), могут их
 найти: discovery без проксирования. Поды StatefulSet не взаимозаменяемы (реплики базы данных, primary и его
 реплики); каждому нужно постоянное имя, по которому его находят соседи. Headless-сервис, названный в
-serviceName, даёт каждому поду DNS-запись <под>.<сервис>.<ns>.svc.cluster.local, которая следует за подом через
-перезапуски, даже когда меняется его IP.""",
+serviceName, даёт каждому поду DNS-запись <под>.<сервис>.<ns>.svc.cluster.local, которая остаётся за подом, когда
+его удаляют и создают заново, даже на другой ноде и с другим IP.""",
         "8cfdfa9b": """
 1 балл: headless = нет ClusterIP/нет проксирования, DNS возвращает IP подов (discovery, клиент сам выбирает под).
-1 балл: подам StatefulSet нужны постоянные DNS-имена для каждого пода (web-0.web…), переживающие перепланирование,
-и их даёт только управляющий headless-сервис.""",
+1 балл: подам StatefulSet нужны постоянные DNS-имена для каждого пода (web-0.web…), которые сохраняются, когда
+под пересоздают, в том числе на другой ноде; их даёт только headless-сервис из `serviceName`.""",
     },
     code={
         '"endpoints_bytes should be a number of bytes"': '"в endpoints_bytes должно быть число байт"',
@@ -130,7 +130,7 @@ serviceName, даёт каждому поду DNS-запись <под>.<сер�
         "\"answer with one of 'a', 'b', 'c', 'd'\"": "\"ответь одним из 'a', 'b', 'c', 'd'\"",
         '"answer with a set of letters"': '"ответь множеством букв"',
         "# See for yourself: a headless Service `db` governing a StatefulSet `db` of three pods.":
-            "# Убедись сам: headless-сервис `db`, управляющий StatefulSet `db` из трёх подов.",
+            "# Убедись сам: headless-сервис `db` даёт имена подам StatefulSet `db` (три пода).",
         '"a DNS name"': '"DNS-имя"',
         '"not the right name: pods are numbered from 0, and the name is <pod>.<service>.<namespace>.svc.<domain>"':
             '"имя неверное: поды нумеруются с 0, а имя выглядит как <под>.<сервис>.<namespace>.svc.<домен>"',
