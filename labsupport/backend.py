@@ -59,6 +59,9 @@ class Backend(Protocol):
     def curl(self, url: str, source: str, **options: Any) -> CurlResult:
         """One HTTP request from a source; refused and timed out are results."""
 
+    def curl_batch(self, url: str, source: str, count: int, **options: Any) -> list[CurlResult]:
+        """`count` requests one after another, each a new connection: what `count` calls of `curl` return."""
+
     def connect(self, url: str, source: str) -> Any:
         """A keep-alive connection whose requests stay on one pod."""
 

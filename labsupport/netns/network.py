@@ -258,7 +258,7 @@ class KernelNetwork:
         record = self.servers.record(tag)
         self.fill_from_record(result, record)
         result.hops.insert(0, Hop(origin.kind if origin.kind == "client" else f"{origin.kind}/{origin.node}",
-                                  tr("curl {target} from {ip} in network namespace {ns}", target=target,
+                                  tr("curl {target} from {ip} in network namespace {ns}", target=str(target),
                                      ip=origin.ip, ns=origin.ns) +
                                   (tr(" (local {local} → {remote})", local=f"{local[0]}:{local[1]}",
                                       remote=f"{remote[0]}:{remote[1]}") if local and remote else "")))

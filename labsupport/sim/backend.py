@@ -16,13 +16,14 @@ from labsupport.apps import image_repository
 from labsupport.apps.images import image_for
 from labsupport.control.cluster import Cluster
 from labsupport.i18n import tr
+from labsupport.kubectl import IN_BROWSER
 from labsupport.shape import CLIENT_IP, ZONES, ClusterConfig
 from labsupport.sim.network import SimNetwork
 from labsupport.model.objects import LAST_APPLIED, clone, merge_for_apply
 from labsupport.errors import BackendUnavailable, BadRequest, NotFound
 from labsupport.model.kinds import by_kind, resolve
 from labsupport.proxy.daemon import KubeProxyDaemons
-from labsupport.results import ClusterSnapshot
+from labsupport.results import ClusterSnapshot, CurlResult
 from labsupport.tool_output import parse_nslookup
 
 STOPPED_LABEL = "labsupport.dev/kube-proxy-stopped"
@@ -140,6 +141,7 @@ class EmbeddedBackend:
 
     def wait(self, condition: Callable[[], bool], timeout: float) -> float:
         """Advance timer by timer until the condition holds."""
+        __tracebackhide__ = True     # a student's predicate fails on their own line
         start = self.cluster.clock.now
         deadline = start + timeout
         while True:
@@ -191,6 +193,10 @@ class EmbeddedBackend:
         self.before_traffic()
         with self.cluster.lock:
             return self.network.curl(url, source, **options)
+
+    def curl_batch(self, url: str, source: str, count: int, **options: Any) -> list[CurlResult]:
+        """`count` requests one after another."""
+        return [self.curl(url, source, **options) for _ in range(count)]
 
     def connect(self, url: str, source: str):
         """A keep-alive connection."""
@@ -288,11 +294,15 @@ class EmbeddedBackend:
 
     # --- tools ---------------------------------------------------------------------------------------------
     def apiserver(self):
-        """The embedded API server, started on first use."""
+        """The embedded API server, started on first use; in a browser tab, answering in this process."""
         if self._apiserver is None:
-            from labsupport.apiserver import APIServer
-            self._apiserver = APIServer(self.cluster)
-            self._apiserver.start()
+            if IN_BROWSER:
+                from labsupport.apiserver.inprocess import InProcessAPI
+                self._apiserver = InProcessAPI(self.cluster)
+            else:
+                from labsupport.apiserver import APIServer
+                self._apiserver = APIServer(self.cluster)
+                self._apiserver.start()
         return self._apiserver
 
     def kubeconfig(self) -> str:
@@ -301,9 +311,11 @@ class EmbeddedBackend:
 
     def kubectl(self, command, *, show: bool = True, input: str | None = None, timeout: float | None = None,
                 events: int | None = None):
-        """Real kubectl against the embedded API server."""
+        """Real kubectl against the embedded API server (in a browser tab, kubectl.wasm against it in process)."""
         from labsupport.kubectl import run_kubectl
-        return run_kubectl(self.kubeconfig(), command, show=show, input=input, timeout=timeout, events=events)
+        server = self.apiserver()
+        return run_kubectl(server.kubeconfig_path, command, show=show, input=input, timeout=timeout, events=events,
+                           serve=server.handle if IN_BROWSER else None)
 
     def meter(self, kinds, watchers):
         """A watch-traffic meter."""
@@ -342,7 +354,7 @@ class EmbeddedBackend:
                        f"<td>{html.escape(n['metadata']['labels'].get('topology.kubernetes.io/zone', ''))}</td>"
                        f"<td>{html.escape(n['spec'].get('podCIDR', ''))}</td></tr>" for n in nodes)
         mode = self.proxy_mode()
-        return ("<div><b>Lab</b> — " + tr("backend {backend}, kube-proxy mode {mode}",
+        return (f"<div><b>{tr('Lab')}</b> — " + tr("backend {backend}, kube-proxy mode {mode}",
                                           backend=f"<code>{self.name}</code>", mode=f"<code>{mode}</code>")
                 + f"<table><tr><th>{tr('node')}</th><th>IP</th><th>{tr('zone')}</th><th>pod CIDR</th></tr>"
                 f"{rows}</table></div>")

@@ -17,7 +17,7 @@ from labsupport.control import dns
 from labsupport.dataplane.model import NodeDatapath
 from labsupport.errors import BadRequest, NotFound
 from labsupport.i18n import tr
-from labsupport.results import CurlResult, Hop, Trace
+from labsupport.results import CurlResult, Hop, Trace, masquerade_rewrite
 from labsupport.shape import CLIENT_IP, DNS_IP
 
 if TYPE_CHECKING:
@@ -346,7 +346,7 @@ class SimNetwork:
                 before = src
                 src = self.cluster.kubelet.gateway(node) if target_node == node else self.cluster.node_ip(node)
                 if hops[-1].rewrites and hops[-1].rewrites[-1].startswith("SNAT"):
-                    hops[-1].rewrites[-1] = f"SNAT {before}:{sport} -> {src}:{sport} (masquerade)"
+                    hops[-1].rewrites[-1] = masquerade_rewrite(f"{before}:{sport}", f"{src}:{sport}")
             state["src_seen"] = src
             if target_pod is not None and target_node == node:
                 if dnat_node is not None and snat_node != dnat_node and \

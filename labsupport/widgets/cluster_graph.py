@@ -54,7 +54,8 @@ class ClusterGraph(LiveView):
 
     # --- controls ------------------------------------------------------------------------------------------
     def _build_controls(self) -> None:
-        small = widgets.Layout(width="auto")
+        # buttons keep their whole caption (a row wraps instead of cutting them, as a long Russian one was)
+        small = widgets.Layout(width="auto", flex="0 0 auto")
         self.workload = widgets.Dropdown(layout=widgets.Layout(width="170px"))
         # not a BoundedIntText: the browser would clamp -1 to 0 and scale every pod away without a word
         self.replicas = widgets.IntText(value=3, layout=widgets.Layout(width="70px"))
@@ -89,7 +90,7 @@ class ClusterGraph(LiveView):
         self.prev_button.on_click(lambda _: self._step(-1))
         self.next_button.on_click(lambda _: self._step(+1))
         self.clear_button.on_click(lambda _: self._act(self.clear_trace))
-        self.advance_button.on_click(lambda _: self._act(lambda: self.lab.advance(5)))
+        self.advance_button.on_click(lambda _: self._act(self._advance))
         self.mode.observe(self._on_mode, names="value")
         self.policy.observe(self._on_policy, names="value")
         self.service.observe(self._sync_policy, names="value")
@@ -100,15 +101,17 @@ class ClusterGraph(LiveView):
             getattr(self, name).add_class(f"labsupport-{name}")
 
         def row(*children: widgets.Widget) -> widgets.HBox:
-            return widgets.HBox(list(children), layout=widgets.Layout(align_items="center"))
+            return widgets.HBox(list(children), layout=widgets.Layout(align_items="center", flex_flow="row wrap"))
 
+        names = [tr("workload"), tr("pod"), "kube-proxy", tr("service"), tr("from")]
+        column = label_column(names)
         self.controls = widgets.VBox([
-            row(_label(tr("workload")), self.workload, self.replicas, self.scale_button, self.advance_button,
-                self.present_toggle),
-            row(_label(tr("pod")), self.pod, self.delete_button, self.break_button, self.mend_button),
-            row(_label("kube-proxy"), self.mode),
-            row(_label(tr("service")), self.service, _label("eTP", inline=True), self.policy),
-            row(_label(tr("from")), self.source, _label("curl", inline=True), self.url, self.send_button,
+            row(_label(names[0], width=column), self.workload, self.replicas, self.scale_button,
+                self.advance_button, self.present_toggle),
+            row(_label(names[1], width=column), self.pod, self.delete_button, self.break_button, self.mend_button),
+            row(_label(names[2], width=column), self.mode),
+            row(_label(names[3], width=column), self.service, _label("eTP", inline=True), self.policy),
+            row(_label(names[4], width=column), self.source, _label("curl", inline=True), self.url, self.send_button,
                 self.prev_button, self.next_button, self.clear_button),
         ])
         self.controls.add_class("labsupport-controls")
@@ -117,8 +120,11 @@ class ClusterGraph(LiveView):
         self._shown_replicas: tuple[str, int] | None = None
         self._suggested_url = ""
         self._live_pods: set[str] = set()
+        self._families: dict[str, tuple] = {}
 
     def _act(self, action) -> None:
+        """Run a control's action and say in the status line what it did; an action that has nothing to say clears
+        the line, so it never shows the previous action's message as this one's."""
         try:
             outcome = action()
         except Exception as exc:
@@ -128,6 +134,8 @@ class ClusterGraph(LiveView):
                 self._report(str(outcome))
             elif isinstance(outcome, str):
                 self._report(outcome, error=False)
+            else:
+                self.status.value = ""
         self.sync_proxies()
         self.refresh()
 
@@ -139,10 +147,16 @@ class ClusterGraph(LiveView):
         if not self.workload.value:
             return Failure(tr("no Deployment or StatefulSet to scale"))
         if self.replicas.value is None or int(self.replicas.value) < 0:
+            refused = self.replicas.value
+            self._sync_replicas(force=True)     # the box shows the count the workload keeps
             return Failure(tr("replicas must be 0 or more, not {replicas}: nothing was scaled",
-                              replicas=self.replicas.value))
+                              replicas=refused))
         self.lab.scale(self.workload.value, int(self.replicas.value))
         return tr("scaled {workload} to {replicas}", workload=self.workload.value, replicas=self.replicas.value)
+
+    def _advance(self) -> str:
+        self.lab.advance(5)
+        return tr("the clock moved 5 s")
 
     def _pod_ref(self) -> tuple[str, str]:
         if not self.pod.value:
@@ -336,9 +350,11 @@ class ClusterGraph(LiveView):
         sources += [(tr("node {name}", name=n['metadata']['name']), f"node/{n['metadata']['name']}")
                     for n in objects["nodes"]]
         sources += [(tr("client (outside)"), "client")]
-        services = [f"{s['metadata']['namespace']}/{s['metadata']['name']}" for s in objects["services"]
-                    if (wanted is None or s["metadata"].get("namespace") in wanted)
-                    and s["metadata"]["name"] != "kubernetes"]
+        shown_services = [s for s in objects["services"] if (wanted is None or s["metadata"].get("namespace") in wanted)
+                          and s["metadata"]["name"] != "kubernetes"]
+        services = [f"{s['metadata']['namespace']}/{s['metadata']['name']}" for s in shown_services]
+        # a first request goes through kube-proxy's rules: a Service with a virtual IP, not a headless one
+        proxied = [v for v, s in zip(services, shown_services) if _has_virtual_ip(s)]
         workloads = [f"{o['kind'].lower()}/{o['metadata']['name']}" for o in objects["workloads"]
                      if wanted is None or o["metadata"].get("namespace") in wanted]
         self._workload_replicas = {f"{o['kind'].lower()}/{o['metadata']['name']}": int(o["spec"].get("replicas", 1))
@@ -350,7 +366,7 @@ class ClusterGraph(LiveView):
             _set_options(self.pod, pods)
             self._keep_a_live_pod(shown, previous)
             _set_options(self.source, sources)
-            _set_options(self.service, services)
+            _set_options(self.service, services, default=proxied[0] if proxied else None)
             self._sync_url(objects)
             _set_options(self.workload, workloads)
             self._sync_replicas()
@@ -365,14 +381,34 @@ class ClusterGraph(LiveView):
             self._muted = False
 
     def _keep_a_live_pod(self, pods: list[dict], previous: str | None) -> None:
-        """When the chosen pod has just begun terminating (a scale-down, a delete) or is gone, choose one that still
-        runs; a terminating pod the student chose on purpose stays chosen."""
-        live = [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods
-                if not p["metadata"].get("deletionTimestamp")]
+        """Keep the pod choice on a pod that runs, within the workload the student was acting on.
+
+        The first choice is a pod a workload owns (never a bare pod the lesson made as a client, while there is
+        another); when the chosen pod has just begun terminating (a scale-down, a delete) or is gone, the choice
+        moves to a pod of the same workload (same owner, else the same labels), else of another workload, a running
+        one before one still starting; a terminating pod the student chose on purpose stays chosen.
+        """
+        by_value = {_pod_value(p): p for p in pods}
+        live = [v for v, p in by_value.items() if not p["metadata"].get("deletionTimestamp")]
+        live.sort(key=lambda v: (by_value[v].get("status") or {}).get("phase") != "Running")    # running first
+        families = {v: _family(p) for v, p in by_value.items()}
         chosen = self.pod.value
-        if chosen and chosen not in live and live and (chosen != previous or chosen in self._live_pods):
-            self.pod.value = live[0]
+        if not previous:
+            pick = _first_of([v for v in live if families[v][0]], live) or chosen
+        elif previous in live:
+            pick = previous
+        elif previous in by_value and previous not in self._live_pods:
+            pick = previous             # chosen while already terminating: on purpose
+        else:
+            owner, labels = families.get(previous) or self._families.get(previous) or (None, None)
+            pick = _first_of([v for v in live if owner and families[v][0] == owner],
+                             [v for v in live if labels and families[v][1] == labels],
+                             [v for v in live if families[v][0]]) \
+                or (previous if previous in by_value else None)
+        if pick != chosen:
+            self.pod.value = pick
         self._live_pods = set(live)
+        self._families = families
 
     def _sync_url(self, objects: dict | None = None) -> None:
         """Aim the curl field at the chosen Service as the chosen source reaches it (or, without a Service, at a
@@ -415,18 +451,44 @@ class ClusterGraph(LiveView):
         return f"<ClusterGraph pods={counts}>"
 
 
-#: The width of the controls' label column, so that every row's control starts at the same place.
-LABEL_WIDTH = "84px"
+def label_column(names: list[str]) -> str:
+    """The width of the controls' label column, so that every row's control starts at the same place: as wide as the
+    longest label in the language shown ("рабочая нагрузка" as well as "workload"), 10 characters at least."""
+    return f"{max(10, max(len(name) for name in names) + 2)}ch"
 
 
-def _label(text: str, inline: bool = False) -> widgets.HTML:
+def _label(text: str, inline: bool = False, width: str = "10ch") -> widgets.HTML:
     """A control's label: right-aligned in the label column (or, inline, just before its control)."""
-    layout = widgets.Layout(width="auto" if inline else LABEL_WIDTH, margin="0 6px 0 8px" if inline else "0 6px 0 0",
+    layout = widgets.Layout(width="auto" if inline else width, margin="0 6px 0 8px" if inline else "0 6px 0 0",
                             flex="0 0 auto")
     label = widgets.HTML(f'<div style="text-align:right;white-space:nowrap">{html.escape(text)}</div>',
                          layout=layout)
     label.add_class("labsupport-label")
     return label
+
+
+def _pod_value(pod: dict) -> str:
+    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+
+
+#: Labels a controller gives each pod of its own, which its siblings do not share.
+_PER_POD_LABELS = ("pod-template-hash", "controller-revision-hash", "statefulset.kubernetes.io/pod-name",
+                   "apps.kubernetes.io/pod-index")
+
+
+def _family(pod: dict) -> tuple:
+    """What ties a pod to its workload: its controller's uid (None for a bare pod), and the labels its siblings
+    share (a Deployment's pods keep them across a rollout, when the ReplicaSet changes)."""
+    meta = pod["metadata"]
+    owner = next((ref.get("uid") or ref.get("name") for ref in meta.get("ownerReferences") or []
+                  if ref.get("controller")), None)
+    labels = tuple(sorted((k, v) for k, v in (meta.get("labels") or {}).items() if k not in _PER_POD_LABELS))
+    return owner, (meta.get("namespace"), labels) if labels else None
+
+
+def _first_of(*candidates: list[str]) -> str | None:
+    """The first value of the first list that has one."""
+    return next((group[0] for group in candidates if group), None)
 
 
 class Failure(str):
@@ -505,8 +567,15 @@ def _no_index_probe(pod: dict) -> str:
     return tr("its readiness probe does not ask nginx for / (removing the index page does not make it fail)")
 
 
-def _set_options(dropdown: widgets.Dropdown, options: list) -> None:
-    """Give a dropdown new choices (strings, or (label, value) pairs), keeping the chosen value when it stays."""
+def _has_virtual_ip(svc: dict) -> bool:
+    """Whether kube-proxy writes rules for the Service: it has a ClusterIP (not headless, not ExternalName)."""
+    spec = svc.get("spec") or {}
+    return spec.get("type") != "ExternalName" and spec.get("clusterIP") not in (None, "", "None")
+
+
+def _set_options(dropdown: widgets.Dropdown, options: list, default: str | None = None) -> None:
+    """Give a dropdown new choices (strings, or (label, value) pairs), keeping the chosen value when it stays, else
+    choosing `default` (when it is one of them) or the first."""
     if tuple(tuple(o) if isinstance(o, list) else o for o in dropdown.options) == tuple(options):
         return
     values = [o[1] if isinstance(o, tuple) else o for o in options]
@@ -515,7 +584,7 @@ def _set_options(dropdown: widgets.Dropdown, options: list) -> None:
     if current in values:
         dropdown.value = current
     elif values:
-        dropdown.value = values[0]
+        dropdown.value = default if default in values else values[0]
 
 
 __all__ = ["ClusterGraph", "CLIENT"]

@@ -13,6 +13,7 @@ from typing import Any, Iterable
 import yaml
 
 from labsupport.errors import LabError
+from labsupport.formats import truth
 from labsupport.i18n import tr
 
 
@@ -185,8 +186,7 @@ def spread(lab: Any, url: str, source: str = "client", requests: int = 60, by: s
     zones = {n["metadata"]["name"]: n["metadata"].get("labels", {}).get("topology.kubernetes.io/zone", "")
              for n in lab.get("nodes")}
     counts: Counter = ClientAddresses(owners=address_owners(lab)) if by == "client_ip" else Counter()
-    for _ in range(requests):
-        r = lab.curl(url, source=source)
+    for r in lab.backend.curl_batch(url, source, requests):
         if not r.ok:
             counts[tr("({error} error)", error=(r.error or tr("no answer")).split(":")[0])] += 1
         elif by == "node":
@@ -334,6 +334,139 @@ class Note(str):
         return f"<span class='labsupport-note'>{html.escape(self)}</span>"
 
 
+class NotedTable(Table):
+    """A table with a line for the student under it."""
+
+    def __init__(self, rows: Iterable[dict], columns: list[str], headings: dict[str, str], note: str):
+        super().__init__(rows, columns, headings)
+        self.note = note
+
+    def _repr_html_(self) -> str:
+        return super()._repr_html_() + "<p>" + Note(self.note)._repr_html_() + "</p>"
+
+    def __repr__(self) -> str:
+        return super().__repr__() + "\n" + self.note
+
+
+def _entry_bytes(entries: list) -> float:
+    """The mean bytes one entry of a list adds to an object's JSON (its text and the comma before it)."""
+    import json
+    return sum(len(json.dumps(e, separators=(",", ":"))) + 1 for e in entries) / len(entries) if entries else 0.0
+
+
+def write_sizes(lab: Any, meter: Any, service: str, counts: Iterable[int] = (100, 1000), namespace: str = "default",
+                limit: int = 100) -> NotedTable:
+    """Bytes one write of the Service's Endpoints object and one write of its EndpointSlice ship to each watcher:
+    measured by `meter` with the pods the Service has now, and estimated for `counts` pods from what one more
+    endpoint adds to each (the Endpoints object lists every pod; a slice at most `limit`)."""
+    from labsupport.widgets.charts import human_bytes
+
+    def seen() -> bool:
+        return all((meter.by_kind.get(kind) or {}).get("events") for kind in ("Endpoints", "EndpointSlice"))
+
+    if not seen():      # on a real cluster a watch event can come a moment after the wait that preceded this
+        try:
+            lab.wait(lambda _: seen(), timeout=30)
+        except TimeoutError:
+            raise LabError(tr("the meter saw no write of the Service's Endpoints and EndpointSlice within 30 s: "
+                              "scale the Service's workload after lab.meter(...), then call this again")) from None
+    per_write = {kind: v["bytes"] / v["events"] / meter.watchers for kind, v in meter.by_kind.items() if v["events"]}
+    endpoints = lab.get("endpoints", service, namespace=namespace)
+    addresses = [a for s in endpoints.get("subsets") or [] for a in (s.get("addresses") or []) +
+                 (s.get("notReadyAddresses") or [])]
+    found = lab.get("endpointslices", namespace=namespace, selector=f"kubernetes.io/service-name={service}")
+    largest = max((len(s.get("endpoints") or []) for s in found), default=0)
+    per_address, per_endpoint = _entry_bytes(addresses), _entry_bytes([e for s in found for e in s.get("endpoints")
+                                                                       or []])
+    now = len(addresses)
+
+    def sizes(pods: int) -> tuple[float, float]:
+        return (per_write["Endpoints"] + (pods - now) * per_address,
+                per_write["EndpointSlice"] + (min(pods, limit) - largest) * per_endpoint)
+
+    rows = [{"pods": pods, "Endpoints": human_bytes(sizes(pods)[0]), "EndpointSlice": human_bytes(sizes(pods)[1]),
+             "how": tr("measured") if pods == now else tr("estimated from the bytes one more endpoint adds")}
+            for pods in (now, *counts)]
+    cross = next((pods for pods in range(now, 100 * limit) if sizes(pods)[0] > sizes(pods)[1]), None)
+    endpoints_now, slice_now = sizes(now)
+    if slice_now > endpoints_now and cross is not None:
+        note = tr("At {pods} pods one slice write ({slice}) is larger than one Endpoints write ({endpoints}): a slice "
+                  "says more about each endpoint (its conditions, node, zone and pod). But an Endpoints write carries "
+                  "every pod of the Service, a slice at most {limit}: from about {cross} pods on the slice is the "
+                  "smaller write, and every pod more widens the gap.", pods=now, slice=human_bytes(slice_now),
+                  endpoints=human_bytes(endpoints_now), limit=limit, cross=cross)
+    else:
+        note = tr("An Endpoints write carries every pod of the Service, a slice at most {limit}: every pod more "
+                  "widens the gap.", limit=limit)
+    return NotedTable(rows, ["pods", "Endpoints", "EndpointSlice", "how"],
+                      {"pods": tr("pods"), "Endpoints": tr("one Endpoints write"),
+                       "EndpointSlice": tr("one EndpointSlice write"), "how": tr("how")}, note)
+
+
+def answers(lab: Any, targets: dict[str, str], source: str = "client") -> Table:
+    """One request to each URL of `targets` (label → URL) from `source`, and what came back, in full: who answered
+    and the client address it saw, or curl's error."""
+    rows = []
+    for label, url in targets.items():
+        result = lab.curl(url, source=source)
+        said = (tr("{status} from {pod} (client IP seen: {client_ip})", status=result.status, pod=result.pod,
+                   client_ip=result.client_ip) if result.ok else result.error or tr("no answer"))
+        rows.append({"to": label, "answer": said})
+    return Table(rows, ["to", "answer"], {"to": tr("to"), "answer": tr("answer")})
+
+
+def slice_fill(lab: Any, service: str, namespace: str = "default", limit: int = 100) -> Note:
+    """How many endpoints each of the Service's EndpointSlices holds, and why there can be more slices than
+    endpoints / `limit` (the controller's default: 100 per slice)."""
+    import math
+    found = lab.get("endpointslices", namespace=namespace, selector=f"kubernetes.io/service-name={service}")
+    sizes = sorted((len(s.get("endpoints") or []) for s in found), reverse=True)
+    total, fewest = sum(sizes), max(1, math.ceil(sum(sizes) / limit))
+    said = tr("{count} slices hold {endpoints} endpoints ({sizes}), at most {limit} each.", count=len(sizes),
+              endpoints=total, sizes=", ".join(map(str, sizes)), limit=limit)
+    if len(sizes) <= fewest:
+        return Note(said)
+    return Note(said + " " + tr(
+        "Not {fewest} full ones: the pods became ready a few at a time, and at each change the EndpointSlice controller "
+        "puts the new endpoints into a slice it rewrites anyway, or into the one closest to full, else into a new "
+        "slice. It never moves endpoints from one slice to another to pack them: that would rewrite slices nothing "
+        "changed in, the very traffic slices exist to save.", fewest=fewest))
+
+
+def why_failed(result: Any) -> Note:
+    """A failed request's curl error in the words the lessons use: exit code 7 ("Couldn't connect to server") is a
+    refused connection, 28 a timeout (dropped, or an address nobody has), 6 a name DNS does not know."""
+    code = getattr(result, "exit_code", 0)
+    if getattr(result, "ok", True) or not code:
+        return Note("")
+    if code == 7:
+        return Note(tr("curl's exit code 7, \"Couldn't connect to server\", is a refused connection (\"connection "
+                       "refused\"): an answer came at once that nothing takes it, from a REJECT rule or from a port "
+                       "nothing listens on."))
+    if code == 28:
+        return Note(tr("curl's exit code 28, a timeout: nothing answered at all, the packets were dropped (a DROP "
+                       "rule) or went to an address nobody has."))
+    if code == 6:
+        return Note(tr("curl's exit code 6: the name does not resolve, so no packet was sent."))
+    return Note("")
+
+
+def search_walk(answer: Any) -> Note:
+    """Why busybox's `nslookup <short name>` prints NXDOMAIN lines around its answer: it asks the name with every
+    search domain (and as it is) and prints every reply, where a program resolving through the C library stops at the
+    first answer. Read from what the answer shows."""
+    import re
+    text = getattr(answer, "text", str(answer))
+    answered = list(dict.fromkeys(re.findall(r"^Name:\s*(\S+)", text, re.M)))
+    missed = list(dict.fromkeys(re.findall(r"^\*\* server can't find (\S+): NXDOMAIN", text, re.M)))
+    if not missed or not answered:
+        return Note("")
+    return Note(tr("busybox's nslookup asks the name with each search domain of the pod's /etc/resolv.conf, and as it "
+                   "is, and prints every reply: {answered} answered; {missed} do not exist (NXDOMAIN). A program that "
+                   "resolves through the C library (curl, wget) takes the search domains in the same order and stops "
+                   "at the first answer.", answered=", ".join(answered), missed=", ".join(missed)))
+
+
 def self_check(passed: bool, success: str, hint: str) -> Note:
     """A lesson's self-check: returns the success note, or raises AssertionError carrying the hint."""
     if not passed:
@@ -343,6 +476,6 @@ def self_check(passed: bool, success: str, hint: str) -> Note:
 
 
 __all__ = ["Table", "Note", "Yaml", "headings", "nodes", "spread", "pods", "running", "client_address", "pod_ips", "endpoints", "ready_count", "self_check",
-           "ClientAddresses", "address_owners", "modelled_copy", "in_proxy_mode", "service_rules", "rules_of_service",
+           "ClientAddresses", "address_owners", "why_failed", "search_walk", "slice_fill", "write_sizes", "answers", "NotedTable", "modelled_copy", "in_proxy_mode", "service_rules", "rules_of_service",
            "endpoints_in_rules", "rule_endpoints",
-           "affinity_rules"]
+           "affinity_rules", "truth"]

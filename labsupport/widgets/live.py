@@ -2,12 +2,15 @@
 
 A view displays as the ipywidgets view plus a `text/html` copy of its picture. After each executed cell the
 copy is refreshed in place (same display id), so a saved notebook shows the last state even without a kernel or
-the widget JavaScript. Once its lab is closed, the view freezes: its displays keep only the static picture and the
+the widget JavaScript. Where the kernel has no threads (Pyodide in a browser tab), the debounced redraw is a
+callback on the kernel's event loop instead of a timer thread. Once its lab is closed, the view freezes: its displays keep only the static picture and the
 widget closes, so HTML exports and nbgrader feedback (which prefer a live widget when one is saved) show it too.
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import sys
 import threading
 import time
 from typing import Any, Callable, Iterable
@@ -19,6 +22,25 @@ from labsupport.widgets.present import presenting, register
 from labsupport.widgets.snapshot import Snapshot
 
 DEBOUNCE_SECONDS = 0.12
+#: Whether this Python can start threads: not in Pyodide (a browser tab), where redraws go on the event loop.
+THREADS = sys.platform != "emscripten"
+
+
+def call_later(delay: float, callback: Callable[[], None]) -> Any:
+    """Run `callback` once, `delay` seconds from now, beside the kernel's own work; returns a handle with `cancel()`.
+
+    A daemon timer thread where there are threads; else the event loop's `call_later` (Pyodide's loop runs its
+    callbacks from the browser's, between cells and while a cell awaits)."""
+    if THREADS:
+        timer = threading.Timer(delay, callback)
+        timer.daemon = True
+        timer.start()
+        return timer
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    return loop.call_later(delay, callback)
 
 
 def _ipython():
@@ -61,7 +83,7 @@ class LiveView(widgets.VBox):
         self._version = 0
         self._drawn = -1
         self._published_html = ""
-        self._timer: threading.Timer | None = None
+        self._timer: Any = None             # the pending redraw (a timer thread or an event-loop handle)
         self._timer_lock = threading.Lock()
         self._display_ids: list[str] = []
         self._unsubscribe: Callable[[], None] | None = None
@@ -90,9 +112,7 @@ class LiveView(widgets.VBox):
         self._version += 1
         with self._timer_lock:
             if self._timer is None:
-                self._timer = threading.Timer(self.debounce, self._flush)
-                self._timer.daemon = True
-                self._timer.start()
+                self._timer = call_later(self.debounce, self._flush)
 
     def _flush(self) -> None:
         with self._timer_lock:

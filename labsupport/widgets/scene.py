@@ -20,6 +20,7 @@ True
 """
 from __future__ import annotations
 
+import functools
 import html
 import math
 import re
@@ -29,6 +30,7 @@ from typing import Any, Iterable
 
 import networkx as nx
 
+from labsupport import fontmetrics
 from labsupport.i18n import tr, translate
 
 CLIENT = "client"
@@ -446,7 +448,7 @@ def leg_route(graph: nx.DiGraph, boxes: dict[str, Box], start: str, end: str,
     A leg between a pod and the node it runs on is a short vertical line between the pod and the node's kube-proxy
     badge, its number in the gap just above that pod; a leg between nodes (or from the client) runs in the margins
     beside the node boxes and, between zones, in the free band above them, so it crosses no other node's pods;
-    its number sits on its longest stretch.
+    its number sits at its last turn, beside the node it enters.
     """
     s = scale
     if _node_of(graph, start) == end or _node_of(graph, end) == start:
@@ -468,7 +470,8 @@ def leg_route(graph: nx.DiGraph, boxes: dict[str, Box], start: str, end: str,
 
 def _margin_route(graph: nx.DiGraph, boxes: dict[str, Box], start: str, end: str,
                   s: float) -> tuple[list[tuple[float, float]], tuple[float, float]]:
-    """From the client or a node's badge to another node's badge, around every node box and over the zones."""
+    """From the client or a node's badge to another node's badge, around every node box and over the zones; the number
+    sits at the last turn, beside the node the leg enters (a long stretch's middle could be beside another node)."""
     sb, eb = boxes[start], boxes[end]
     badge = (BADGE_BOTTOM - 8.5) * s        # the middle of a node's kube-proxy badge, from the node's top
     end_y = eb.y + badge
@@ -476,7 +479,7 @@ def _margin_route(graph: nx.DiGraph, boxes: dict[str, Box], start: str, end: str
     if from_node and _zone_of(graph, start) == _zone_of(graph, end):
         x = sb.x + sb.w + 4 * s             # down (or up) the zone's right margin
         points = [(sb.x + sb.w - 8 * s, sb.y + badge), (x, sb.y + badge), (x, end_y), (eb.x + eb.w - 8 * s, end_y)]
-        return points, _longest_middle(points)
+        return points, points[-2]
     rightward = eb.center[0] >= sb.center[0]
     end_x = eb.x - 4 * s if rightward else eb.x + eb.w + 4 * s
     into = (eb.x + 8 * s, end_y) if rightward else (eb.x + eb.w - 8 * s, end_y)
@@ -488,13 +491,13 @@ def _margin_route(graph: nx.DiGraph, boxes: dict[str, Box], start: str, end: str
         others = [b for n, b in boxes.items() if n not in (start, end) and n in graph
                   and graph.nodes[n]["kind"] == "node"]
         if not any(_segment_hits(p1, p2, b) for p1, p2 in zip(direct[1:], direct[2:-1]) for b in others):
-            return direct, _longest_middle(direct)
+            return direct, direct[-2]
     else:
         out_x = sb.x + sb.w / 2
         points = [(out_x, sb.y + sb.h)]
     band = _corridor(boxes, graph, s)
     points += [(out_x, band), (end_x, band), (end_x, end_y), into]
-    return points, _longest_middle(points)
+    return points, points[-2]
 
 
 def _segment_hits(p1: tuple[float, float], p2: tuple[float, float], box: Box) -> bool:
@@ -502,13 +505,6 @@ def _segment_hits(p1: tuple[float, float], p2: tuple[float, float], box: Box) ->
     (x1, y1), (x2, y2) = p1, p2
     return (min(x1, x2) < box.x + box.w and max(x1, x2) > box.x and
             min(y1, y2) < box.y + box.h and max(y1, y2) > box.y)
-
-
-def _longest_middle(points: list[tuple[float, float]]) -> tuple[float, float]:
-    """The middle of the longest stretch of a polyline."""
-    pairs = list(zip(points, points[1:]))
-    (x1, y1), (x2, y2) = max(pairs, key=lambda p: math.hypot(p[1][0] - p[0][0], p[1][1] - p[0][1]))
-    return (x1 + x2) / 2, (y1 + y2) / 2
 
 
 def _free_spot(x: float, y: float, direction: tuple[float, float], r: float,
@@ -540,6 +536,13 @@ def _border(rect: tuple[float, ...], inside: tuple[float, float], toward: tuple[
         t = min(t, max((y - y1) / dy, (y + h - y1) / dy))
     t = max(0.0, t)
     return x1 + dx * t, y1 + dy * t
+
+
+@functools.lru_cache(maxsize=4096)
+def text_width(text: str, size: float, bold: bool = False) -> float:
+    """How wide `text` is drawn in the picture's font (DejaVu Sans, the first the SVG asks for), at `size` user
+    units: matplotlib's measure, from the table `labsupport.fontmetrics` ships."""
+    return fontmetrics.text_width(text, size, bold)
 
 
 def _text(x: float, y: float, text: str, size: float, *, weight: str = "normal", fill: str = "#212121",
@@ -595,12 +598,17 @@ def render_svg(graph: nx.DiGraph, boxes: dict[str, Box], *, steps: list[Step] | 
             continue
         d = data[nid]
         role = tr(" (control plane)") if d.get("control_plane") else ""
-        if role and (len(d["label"] + role) * 0.57 + len(d.get("ip", "")) * 0.5) * fs + 26 * s > box.w:
+        name_width = text_width(d["label"], fs, bold=True)
+        if role and 8 * s + name_width + text_width(role, fs * 0.85) + 6 * s + text_width(d.get("ip", ""), fs * 0.9) \
+                + 8 * s > box.w:
             role = ""           # a narrow box (presenter mode): the name says it, the IP must stay readable
         out.append(f'<g class="node" data-name="{_esc(d["label"])}">'
                    f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="6" '
                    f'fill="#ffffff" stroke="#90a4ae"/>')
-        out.append(_text(box.x + 8 * s, box.y + 16 * s, f"{d['label']}{role}", fs, weight="bold"))
+        out.append(_text(box.x + 8 * s, box.y + 16 * s, d["label"], fs, weight="bold"))
+        if role:
+            out.append(_text(box.x + 8 * s + name_width + text_width(" ", fs * 0.85), box.y + 16 * s, role.strip(),
+                             fs * 0.85, fill="#546e7a", cls="node-role"))
         out.append(_text(box.x + box.w - 8 * s, box.y + 16 * s, d.get("ip", ""), fs * 0.9, anchor="end",
                          fill="#546e7a"))
         mode, running = d.get("proxy_mode"), d.get("proxy_running")

@@ -100,6 +100,7 @@ def test_a_negative_replica_count_is_refused_on_screen(picture):
     text, color, where = status(picture)
     picture.screenshot(path=str(ARTIFACTS / "browser-picture-negative-replicas.png"), full_page=False)
     assert "not -1: nothing was scaled" in text and color == RED and on_screen(picture, where)
+    assert box.input_value() == "2", "the box still shows the refused count"
     assert picture.locator(f"{PODS}.ready").count() == 2 and picture.locator(f"{PODS}.terminating").count() == 0
 
 

@@ -61,6 +61,22 @@ def test_a_russian_lesson_shows_the_picture_in_russian(page, jupyterlab, russian
     page.locator(LIVE).scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "browser-russian-lesson.png"), full_page=False)
     assert not missing, f"the picture does not say {missing} in Russian"
+    # at 1400 px every label and button shows its whole caption, inside the window
+    cut = page.evaluate(f"""() => [...document.querySelectorAll('{LIVE} .labsupport-label, {LIVE} button')]
+        .filter(e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > window.innerWidth)
+        .map(e => e.innerText)""")
+    assert not cut, f"cut or off screen: {cut}"
+    # the control-plane node is marked as such, and the mark does not run into its IP
+    role = page.locator(f"{LIVE} svg g.node text.node-role")
+    assert role.count() == 1 and "control plane" in role.text_content(), "no (control plane) mark"
+    before, after = page.evaluate(f"""() => {{
+      const role = document.querySelector('{LIVE} svg g.node text.node-role');
+      const texts = [...role.parentNode.querySelectorAll('text')];
+      const name = texts[0], ip = texts.find(t => t.getAttribute('text-anchor') === 'end');
+      return [role.getBoundingClientRect().left - name.getBoundingClientRect().right,
+              ip.getBoundingClientRect().left - role.getBoundingClientRect().right];
+    }}""")
+    assert before > 1 and after > 0, f"the mark touches the node's name ({before:.0f} px) or its IP ({after:.0f} px)"
     assert page.locator(f"{LIVE} button", has_text="send request").count() == 0, "an English button is left"
     button(page, "отправить запрос").click()
     wait_count(page, f"{LIVE} svg.cluster-graph g.trace-step", "n > 0")

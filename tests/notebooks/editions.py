@@ -136,9 +136,12 @@ for name in ("reply", "replies", "trace"):
 print(lab.kubectl("get nodes,pods,svc,endpointslices -o wide", show=False).stdout)
 backend = lab._backend
 upstream = getattr(backend, "upstream", None)
-for node in (sorted(upstream.nodes) if upstream is not None else []):
+nodes = sorted(upstream.nodes) if upstream is not None else []
+for node in nodes:   # every node's state first: a report may be cut short
     kube_proxy = upstream.nodes[node].kube_proxy
     print(f"== {node}: sync state {kube_proxy.sync_state()}, changes received {kube_proxy.changes_received()}")
-    print(kube_proxy.rules()[-6000:])
-    print("\\n".join(kube_proxy.log().splitlines()[-40:]))
+    print("\\n".join(kube_proxy.log().splitlines()[-12:]))
+for node in nodes:
+    print(f"== {node}: the rules kube-proxy wrote (the end)")
+    print(upstream.nodes[node].kube_proxy.rules()[-3000:])
 """

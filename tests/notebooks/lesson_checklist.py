@@ -20,8 +20,8 @@ CHECKLIST: dict[str, dict[str, list[str]]] = {
         "5,000 pods: the whole list ships to every kube-proxy": ["5,000 pods", "3,000", "4.5 GB"],
         "slices of at most 100 endpoints": ["100 endpoints", "only the slice that changed"],
         "endpoint conditions": ["ready", "serving", "terminating", "conditions"],
-        "kube-proxy is a DaemonSet with an informer cache; it tracks changes, never reads the rules back": [
-            "DaemonSet", "informer", "changed since its last sync", "kernel's rules back"],
+        "kube-proxy is a DaemonSet with an informer cache; it tracks changes, never diffs the rules in the kernel": [
+            "DaemonSet", "informer", "changed since its last sync", "reads back only the names of its chains"],
         "kube-proxy does not proxy traffic itself": ["proxies nothing"],
         "kube-proxy down: old rules keep working": ["stop_kube_proxy", "keeps forwarding"],
         "iptables mode: DNAT chains": ["KUBE-SERVICES", "KUBE-SVC", "KUBE-SEP"],
@@ -129,7 +129,7 @@ CHECKLIST_RU: dict[str, dict[str, list[str]]] = {
         "5,000 pods: the whole list ships to every kube-proxy": ["5000 подов", "3000", "4,5 ГБ"],
         "slices of at most 100 endpoints": ["100 эндпоинтов", "только тот слайс"],
         "endpoint conditions": ["ready", "serving", "terminating", "conditions"],
-        "kube-proxy is a DaemonSet with an informer cache; it tracks changes, never reads the rules back": [
+        "kube-proxy is a DaemonSet with an informer cache; it tracks changes, never diffs the rules in the kernel": [
             "DaemonSet", "informer"],
         "kube-proxy does not proxy traffic itself": ["не проксирует"],
         "kube-proxy down: old rules keep working": ["stop_kube_proxy", "продолжают работать"],
@@ -153,7 +153,7 @@ CHECKLIST_RU: dict[str, dict[str, list[str]]] = {
         "externalTrafficPolicy Cluster vs Local": ["externalTrafficPolicy: Local", "Cluster"],
         "Local: drops on nodes without pods, uneven": ["дропает", "неравномерн"],
         "healthCheckNodePort": ["healthCheckNodePort", "503"],
-        "cross-zone traffic costs money": ["cross-AZ", "латентность"],
+        "cross-zone traffic costs money": ["cross-AZ", "добавляет задержку"],
         "topology-aware hints annotation replaced": ["service.kubernetes.io/topology-aware-hints"],
         "trafficDistribution PreferClose, now the deprecated alias of PreferSameZone": [
             "trafficDistribution", "PreferClose", "deprecated"],

@@ -74,7 +74,11 @@ def test_executes_on_sim(edition, path, tmp_path, monkeypatch):
     alive = after_run_all.probe_result(probe)
     assert not alive["closed"], f"{path.name}: Run All closed the lab"
     assert alive["open"] == alive["views"], f"{path.name}: after Run All a picture lost its controls: {alive}"
+    after_run_all.check_pictures(path.name, alive)
+    after_run_all.check_ports(path.name, alive)
     after_run_all.CHECKS.get(path.stem, lambda nb: None)(nb)
+    if edition is not ENGLISH:
+        after_run_all.check_russian_output(nb)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
     pictures = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs

@@ -28,6 +28,25 @@ def test_replica_box_shows_the_current_count(web):
     assert graph.replicas.value == 7
 
 
+def test_a_refused_replica_count_leaves_the_box_at_the_workloads_count(web):
+    graph = web.graph(live=False)
+    graph.replicas.value = -2
+    graph.scale_button.click()
+    assert "not -2: nothing was scaled" in graph.status.value
+    assert graph.replicas.value == 3, "the box still shows the refused count"
+
+
+def test_the_status_line_speaks_of_the_last_action_only(web):
+    graph = web.graph(live=False)
+    graph.send_button.click()
+    assert "200 from web-" in graph.status.value
+    graph.advance_button.click()
+    assert "200 from" not in graph.status.value and "the clock moved 5 s" in graph.status.value
+    graph.send_button.click()
+    graph.clear_button.click()
+    assert graph.status.value == "", graph.status.value
+
+
 def test_replica_box_starts_at_the_workload_count(lab):
     lab.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "one"},
                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "one"}},

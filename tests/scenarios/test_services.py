@@ -217,6 +217,19 @@ def test_trace_tells_the_story_of_one_packet(lab):
     assert trace.result.ok
 
 
+def test_a_nodes_own_connection_says_why_its_masquerade_changes_nothing(lab):
+    """From a node to a ClusterIP whose pod runs elsewhere: kube-proxy masquerades it (it comes from no pod), and the
+    node's address is already the one masquerading gives, so the trace's SNAT reads `x -> x`: it says why."""
+    svc = echo(lab, replicas=1)
+    pod = lab.get("pods", selector="app=echo")[0]
+    other = next(n for n in ("lab-worker", "lab-worker2", "lab-worker3") if n != pod["spec"]["nodeName"])
+    trace = lab.trace(f"http://{svc['spec']['clusterIP']}/hostname", source=f"node/{other}")
+    (snat,) = [r for r in trace.rewrites if r.startswith("SNAT")]
+    before, after = snat.split()[1], snat.split()[3]
+    assert before == after and trace.result.ok, snat
+    assert "comes from the node itself, which already has the address it would get, so nothing changes" in snat
+
+
 # --- kube-proxy's life -----------------------------------------------------------------------------------
 
 def test_mode_switch_goes_through_the_configmap_and_cleans_up(lab):

@@ -111,6 +111,62 @@ def test_a_deleted_pod_does_not_stay_chosen(web):
     assert graph.pod.value != f"default/{victim}"
 
 
+CLIENT_POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "client"},
+              "spec": {"containers": [{"name": "client", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}}
+
+
+def test_delete_pod_stays_within_the_workload_and_spares_the_lessons_client(web):
+    web.apply(CLIENT_POD)      # a bare pod, as lessons 01-04 make it; its name sorts before web's pods
+    web.wait(lambda l: lesson.running(l, name="client") == 1)
+    graph = web.graph(live=False)
+    assert graph.pod.value.startswith("default/web-"), "the first choice is a pod of the workload, not the client"
+    for _ in range(3):
+        graph.delete_button.click()
+        assert graph.pod.value.startswith("default/web-"), graph.pod.value
+        chosen = web.get("pod", graph.pod.value.split("/")[1])
+        assert not chosen["metadata"].get("deletionTimestamp")
+    web.advance(5)
+    graph.refresh()
+    assert lesson.running(web, name="client") == 1 and graph.pod.value.startswith("default/web-")
+
+
+def test_a_deleted_statefulset_pod_hands_the_choice_to_its_sibling(lab):
+    from tests.conftest import DB_STATEFULSET
+    lab.apply(DB_STATEFULSET)
+    lab.apply(CLIENT_POD | {"metadata": {"name": "a-client"}})
+    lab.wait(lambda l: lesson.running(l, "app=db") == 3 and lesson.running(l, name="a-client") == 1)
+    graph = lab.graph(live=False)
+    assert graph.pod.value == "default/db-0"
+    graph.delete_button.click()
+    assert graph.pod.value in ("default/db-1", "default/db-2")
+    lab.advance(40)             # db-0 is gone, then made again under its own name
+    graph.refresh()
+    assert graph.pod.value.startswith("default/db-")
+
+
+def test_the_first_service_chosen_is_one_kube_proxy_serves(web):
+    from tests.conftest import DB_STATEFULSET
+    web.apply(DB_STATEFULSET)       # headless "db" sorts before "web": no virtual IP, no rule to draw
+    web.wait(lambda l: lesson.running(l, "app=db") == 3)
+    graph = web.graph(live=False)
+    assert graph.service.value == "default/web" and graph.url.value == "http://web"
+    graph.send_button.click()
+    assert "200 from web-" in graph.status.value
+    graph.service.value = "default/db"          # chosen on purpose, it stays
+    graph.refresh()
+    assert graph.service.value == "default/db"
+
+
+def test_a_terminating_pod_chosen_on_purpose_stays_chosen(web):
+    graph = web.graph(live=False)
+    victim = graph.pod.value
+    web.delete("pod", victim.split("/")[1])
+    graph.refresh()
+    graph.pod.value = victim        # the student picks the terminating pod again
+    graph.refresh()
+    assert graph.pod.value == victim
+
+
 def test_a_negative_replica_count_is_refused_and_nothing_is_deleted(web):
     graph = web.graph(live=False)
     graph.workload.value = "deployment/web"
@@ -221,18 +277,37 @@ def test_dns_records_in_a_table_show_no_tabs_or_brackets():
 
 
 def test_bar_values_stay_inside_the_frame():
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from labsupport.widgets import bar_chart
+    from tests.widgets import drawn
     for logy in (True, False):
-        chart = bar_chart({"a": 3.9e9, "b": 7.5e7, "c": 4.5e9, "d": 9e7}, title="t", ylabel="bytes", logy=logy,
-                          fmt="{:.2g}")
-        canvas = FigureCanvasAgg(chart.figure)
-        canvas.draw()
-        renderer = canvas.get_renderer()
-        ax = chart.figure.axes[0]
-        frame = ax.get_window_extent(renderer)
-        for label in ax.texts:
-            assert label.get_window_extent(renderer).y1 < frame.y1 - 2, (logy, label.get_text())
+        svg = bar_chart({"a": 3.9e9, "b": 7.5e7, "c": 4.5e9, "d": 9e7}, title="t", ylabel="bytes", logy=logy,
+                        fmt="{:.2g}").svg()
+        _, top, _, _ = drawn.frame(svg)
+        labels = drawn.texts(svg, "bar-value")
+        assert len(labels) == 4
+        for label in labels:      # a whole font size above the baseline: higher than any letter reaches
+            assert label.y - label.size > top + 2, (logy, label.text)
+
+
+@pytest.mark.parametrize("edition", ["", "ru/"])
+def test_the_names_under_lesson_03s_bars_do_not_run_into_each_other(edition):
+    """The bar chart of lesson 03 §5, with the names the lesson gives its bars in each edition."""
+    import ast
+    import json
+    import pathlib
+    from labsupport.widgets import bar_chart
+    from tests.widgets import drawn
+    path = pathlib.Path(__file__).resolve().parents[2] / "notebooks" / f"{edition}03-endpointslices.ipynb"
+    sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    (cell,) = [source for source in sources if "bar_chart({" in source]
+    names = [ast.literal_eval(name) for name in re.findall(r'("[^"]*\\n[^"]*")\s*:', cell.split("bar_chart(", 1)[1])]
+    assert len(names) == 4, names
+    svg = bar_chart({name: 10.0 ** (i + 6) for i, name in enumerate(names)}, title="t", ylabel="bytes",
+                    logy=True).svg()
+    labels = drawn.texts(svg, "bar-name")
+    assert [" ".join(label.text.split()) for label in labels] == [" ".join(name.split()) for name in names]
+    spans = [label.span() for label in labels]
+    assert all(left[1] < right[0] for left, right in zip(spans, spans[1:])), spans
 
 
 # --- client addresses explained -----------------------------------------------------------------------------------
@@ -299,6 +374,26 @@ def test_step_numbers_sit_by_their_own_pods_and_legs_between_nodes_cross_no_pod(
                 for p1, p2 in zip(points, points[1:]):
                     assert not any(_crosses(p1, p2, box) for box in pods.values()), (step.start, step.end)
     assert checked >= 2 * len(pods)
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_an_outside_requests_first_number_sits_by_the_node_it_enters(web, present):
+    """From the client outside to each node's NodePort: step 1 runs from the client over the zones down to that
+    node; its number is nearer that node than any other (not over a node the packet never entered)."""
+    web.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web-np"},
+               "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80, "nodePort": 30080}]}})
+    graph = web.graph(live=False, present=present)
+    for node in lesson.nodes(web).rows:
+        graph.request(f"http://{node['ip']}:30080", source="client")
+        boxes = graph.layout_engine.place(graph.model)
+        nodes = {n: boxes[n] for n, d in graph.model.nodes(data=True) if d["kind"] == "node"}
+        (points, (cx, cy)), *_ = _steps(graph.svg)
+        assert graph.steps[0].start == "client" and graph.steps[0].end == f"node:{node['name']}"
+
+        def distance(box):
+            return math.hypot(max(box.x - cx, 0, cx - box.x - box.w), max(box.y - cy, 0, cy - box.y - box.h))
+        nearest = min(nodes, key=lambda n: distance(nodes[n]))
+        assert nearest == f"node:{node['name']}", (node["name"], nearest, (cx, cy))
 
 
 def test_the_pictures_status_line_says_what_the_client_address_is(web):

@@ -66,6 +66,34 @@ def test_live_updates_follow_the_watch_debounced(web):
         graph.close()
 
 
+def test_without_threads_the_redraw_runs_on_the_event_loop(web, monkeypatch):
+    """Where no thread can start (Pyodide in a browser tab), a change is redrawn from the event loop, not lost."""
+    import asyncio
+
+    from labsupport.widgets import live
+
+    def no_threads(*args, **kwargs):
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(live, "THREADS", False)
+    monkeypatch.setattr(live.threading.Timer, "start", no_threads)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    graph = web.graph()
+    try:
+        graph.refresh()
+        web.delete("pod", pod_names(web)[0])
+        assert "terminating" not in states(graph.svg)      # nothing redraws inside the cell itself
+        loop.run_until_complete(asyncio.sleep(live.DEBOUNCE_SECONDS * 3))
+        assert "terminating" in states(graph.svg)
+        web.scale("web", 4)                                 # a second change is drawn too (the handle was cleared)
+        loop.run_until_complete(asyncio.sleep(live.DEBOUNCE_SECONDS * 3))
+        assert len(states(graph.svg)) >= 4
+    finally:
+        graph.close()
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
 def test_break_and_mend_readiness_buttons(lab):
     lab.apply("""
 apiVersion: apps/v1
@@ -248,11 +276,125 @@ def test_scale_charts_numbers():
     assert cost["ipvs"][0] == cost["ipvs"][1]
 
 
-def test_chart_shows_as_png():
+def test_chart_shows_as_svg():
+    """A chart shows as its SVG (in notebooks, HTML exports and nbgrader feedback), sized to fit its container: a line
+    and a marker on each point per series, in the proxy mode's colour, named in the legend; feedback's cleaner keeps
+    all of it."""
+    from xml.etree import ElementTree
+    from labsupport.grading.clean import clean_svg
     from labsupport.widgets import line_chart
-    chart = line_chart([1, 2], {"iptables": [1, 2]}, title="t", xlabel="x", ylabel="y")
+    from labsupport.widgets.charts import MODE_COLORS
+    from tests.widgets import drawn
+    chart = line_chart([1, 2, 3], {"iptables": [1, 2, 4], "nftables latency": [1, 1, 1]}, title="t", xlabel="x",
+                       ylabel="y")
     bundle = chart._repr_mimebundle_()
-    assert bundle["image/png"].startswith("iVBOR")
+    svg = bundle["image/svg+xml"]
+    assert svg == chart.svg() and bundle["text/plain"] == "<Chart 't'>" and "image/png" not in bundle
+    root = ElementTree.fromstring(svg)
+    assert root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}"
+    assert root.get("style") == "max-width:100%;height:auto"
+    lines = [line.get("stroke") for line in root.iter("{http://www.w3.org/2000/svg}polyline")]
+    assert lines == [MODE_COLORS["iptables"], MODE_COLORS["nftables"]]
+    assert svg.count('class="marker"') == 6
+    assert [entry.text for entry in drawn.texts(svg, "legend-entry")] == ["iptables", "nftables latency"]
+    assert [drawn.texts(svg, cls)[0].text for cls in ("title", "xlabel", "ylabel")] == ["t", "x", "y"]
+    kept = clean_svg(svg)
+    assert kept.count('class="marker"') == 6 and [t.text for t in drawn.texts(kept, "legend-entry")] == \
+        ["iptables", "nftables latency"]
+
+
+def test_chart_ticks_are_round_numbers_in_the_language_chosen(monkeypatch):
+    """Linear axes step by 1, 2, 2.5 or 5 times a power of ten, with a gridline on each tick; a log axis has a tick
+    on each power of ten; all written as the language writes numbers."""
+    from labsupport.widgets import bar_chart, line_chart
+    from labsupport.widgets.charts import BAR_COLORS
+    from tests.widgets import drawn
+    monkeypatch.setenv("LABSUPPORT_LANG", "ru")
+    svg = line_chart([10, 100, 250, 500], {"iptables": [335, 3205, 8005, 16005]}, title="t", xlabel="x",
+                     ylabel="y").svg()
+    assert [t.text for t in drawn.texts(svg, "xtick")] == ["0", "100", "200", "300", "400", "500"]
+    assert [t.text for t in drawn.texts(svg, "ytick")] == ["0", "2500", "5000", "7500", "10 000", "12 500", "15 000"]
+    assert svg.count('class="grid"') == 6 + 7
+    svg = bar_chart({"a": 4.5e9, "b": 8.2e7, "c": 1e8}, title="t", ylabel="y", logy=True).svg()
+    assert [t.text for t in drawn.texts(svg, "ytick")] == ["10 000 000", "100 000 000", "1 000 000 000",
+                                                           "10 000 000 000"]
+    assert svg.count('class="grid"') == 4                 # a bar chart's gridlines are level
+    assert re.findall(r'<rect class="bar" [^>]*fill="([^"]+)"', svg) == list(BAR_COLORS[:3])
+    monkeypatch.setenv("LABSUPPORT_LANG", "en")
+    svg = line_chart([0, 1], {"a": [0.1, 0.35]}, title="t", xlabel="x", ylabel="y").svg()
+    assert [t.text for t in drawn.texts(svg, "ytick")] == ["0.10", "0.15", "0.20", "0.25", "0.30", "0.35"]
+
+
+def test_a_note_stands_at_the_end_of_its_series_inside_the_frame():
+    from labsupport.widgets import line_chart
+    from tests.widgets import drawn
+    svg = line_chart([1, 2, 3], {"iptables": [1, 2, 9], "ipvs": [1, 1, 1]}, title="t", xlabel="x", ylabel="y",
+                     notes={"iptables": "grows with every Service"}).svg()
+    (note,) = drawn.texts(svg, "note")
+    last = re.findall(r'<circle class="marker" cx="([\d.]+)" cy="([\d.]+)"', svg)[2]
+    left, top, right, bottom = drawn.frame(svg)
+    assert note.text == "grows with every Service" and note.span()[1] < float(last[0])
+    assert left < note.span()[0] and top < note.y - note.size and note.y < bottom
+
+
+def test_the_legend_keeps_off_the_lines():
+    from labsupport.widgets import line_chart
+    svg = line_chart([10, 100, 250, 500], {"iptables": [335, 3205, 8005, 16005], "ipvs": [40, 400, 1000, 2000],
+                                           "other": [2, 3, 4, 5]}, title="t", xlabel="x", ylabel="y", logy=True).svg()
+    box = re.search(r'<g class="legend"><rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)"', svg)
+    x, y, width, height = map(float, box.groups())
+    for points in re.findall(r'<polyline class="line" points="([^"]+)"', svg):
+        corners = [tuple(map(float, point.split(","))) for point in points.split()]
+        for (x0, y0), (x1, y1) in zip(corners, corners[1:]):
+            for k in range(101):
+                px, py = x0 + (x1 - x0) * k / 100, y0 + (y1 - y0) * k / 100
+                assert not (x <= px <= x + width and y <= py <= y + height), (px, py)
+
+
+def test_chart_texts_are_shown_as_text_never_run():
+    """Titles, labels, names and values come from lessons: markup in them is escaped, and the SVG holds drawing
+    elements only, with nothing that fetches or runs."""
+    from xml.etree import ElementTree
+    from labsupport.widgets import bar_chart, line_chart
+    from tests.widgets import drawn
+    title = "<script>alert(1)</script> & <b>bold</b>"
+    bars = bar_chart({"<img src=x onerror=alert(1)>": 1, "a & b": 2}, title=title, ylabel="<y>", fmt="<{}>").svg()
+    line = line_chart([1, 2], {"<script>": [1, 2]}, title=title, xlabel="a < b", ylabel="y",
+                      notes={"<script>": "&amp;"}).svg()
+    for svg in (bars, line):
+        assert "<script" not in svg and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;" in svg
+        elements = list(ElementTree.fromstring(svg).iter())
+        assert {e.tag.split("}")[1] for e in elements} <= {"svg", "title", "g", "rect", "line", "polyline", "circle",
+                                                          "text", "tspan"}
+        assert not [name for e in elements for name in e.attrib
+                    if name.split("}")[-1] in ("href", "src") or name.startswith("on")]
+        assert drawn.texts(svg, "title")[0].text == title
+    assert [t.text for t in drawn.texts(bars, "bar-name")] == ["<img src=x onerror=alert(1)>", "a & b"]
+    assert [t.text for t in drawn.texts(bars, "bar-value")] == ["<1>", "<2>"]
+    assert drawn.texts(line, "legend-entry")[0].text == "<script>" and drawn.texts(line, "note")[0].text == "&amp;"
+
+
+def test_charts_draw_where_there_is_no_matplotlib():
+    """The browser has no matplotlib: the lessons' charts and the class report's histogram draw without it."""
+    import pathlib
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["matplotlib"] = None            # `import matplotlib` fails from here on, as in the browser
+        from labsupport.classroom.report import histogram_svg
+        from labsupport.widgets import bar_chart, human_bytes, line_chart
+        line = line_chart([10, 100], {"iptables": [3, 30], "nftables": [2, 2]}, title="t", xlabel="x", ylabel="y",
+                          logy=True, notes={"iptables": "n"})
+        bars = bar_chart({"Endpoints\\n(measured, x5)": 2.6e9, "EndpointSlice\\n(blog's 300 B x 100 x 3,000)": 9e7},
+                         title="t", ylabel="y", logy=True, fmt=human_bytes)
+        drawn = [line.svg(), bars.svg(), histogram_svg([1, 2, 2], 3)]
+        print(all(svg.startswith("<svg") and svg.endswith("</svg>") for svg in drawn))
+    """)
+    root = pathlib.Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stdout + proc.stderr
 
 
 def test_a_bare_service_name_finds_the_service_in_the_labs_own_namespace(lab):
