@@ -17,6 +17,11 @@ WATCHED = frozenset({"Service", "EndpointSlice", "ServiceCIDR"})
 #: A change kube-proxy ignores (an EndpointSlice rewrite that changes no endpoint) never gets queued: after this
 #: long waiting for the queue to show it, the rules already written stand.
 UNQUEUED_GRACE = 2.0
+#: How long a settle waits for the API server to have sent a change to kube-proxy's watches before it starts the
+#: grace above; a watch still behind after this (a client that stopped reading) is left.
+DELIVERY_TIMEOUT = 30.0
+#: kube-proxy's name in its requests' User-Agent (client-go names the program); only its watches are waited for
+KUBE_PROXY_AGENT = "kube-proxy"
 #: Settled also means kube-proxy's informers have stopped handing it events for this long: on a busy machine an
 #: earlier change can be queued and written after the last change was made, before that last change arrives.
 QUIET = 0.3
@@ -32,6 +37,7 @@ class UpstreamKubeProxies:
         self.node_namespaces = dict(node_namespaces)
         self.nodes: dict[str, KubeProxyNode] = {}
         self._last_change = 0.0
+        self._last_rv = 0
         self._settled = -1.0
         self._lock = threading.Lock()
         self._unsubscribe: Callable[[], None] | None = None
@@ -51,13 +57,17 @@ class UpstreamKubeProxies:
         if event.kind in WATCHED:
             with self._lock:
                 self._last_change = time.time()
+                self._last_rv = max(self._last_rv, event.rv)
 
     def settle(self) -> None:
         """Wait until every kube-proxy has written rules for the last change it acts on."""
         with self._lock:
-            since = self._last_change
+            since, rv = self._last_change, self._last_rv
         if since <= self._settled:
             return
+        # on a busy machine the API server's watch threads can be seconds behind: the grace for a change kube-proxy
+        # does not queue starts once kube-proxy's watches have been sent it, not when it was made
+        self.api.wait_delivered(WATCHED, rv, DELIVERY_TIMEOUT, agent=KUBE_PROXY_AGENT)
         nodes = list(self.nodes.values())
         while True:
             for node in nodes:
