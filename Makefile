@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test clean-lab doctor bench upstream hub-proxy kind-images
+.PHONY: lab test times clean-lab doctor bench upstream hub-proxy kind-images kubectl-wasm lite lite-serve
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,30 @@ lab: $(STAMP)
 	LABSUPPORT_BACKEND=$${LABSUPPORT_BACKEND:-sim} $(BIN)/python -m labsupport.student_lab --notebook-dir=notebooks \
 	    $(if $(PORT),--port=$(PORT)) $(if $(IP),--ip=$(IP))
 
+# `make test` runs two pytest sessions: the `sim` tier (nothing but Python) on SIM_WORKERS processes at once
+# (pytest-xdist, each test file in one process, so a module's shared setup is made once), then the tiers that use the
+# machine (kernel, upstream, browser, lite, classroom; kind last) one test at a time. (Run beside the others, the kind
+# and lite tiers lost requests and kernels to the contention: docs/ci.md.) PYTEST_ARGS go to both; a session
+# PYTEST_ARGS leaves without a test counts as passed. Both record their times in one table (`make times`).
+SIM_WORKERS ?= 2
+SIM_TIER    := not kernel and not upstream and not browser and not classroom and not lite and not kind
+
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@if [ -z "$$LABSUPPORT_CI_TIMES" ]; then \
+	    export LABSUPPORT_CI_TIMES="$(CURDIR)/test-artifacts/ci-times.jsonl"; mkdir -p test-artifacts; : > "$$LABSUPPORT_CI_TIMES"; \
+	fi; \
+	echo "== the sim tier, $(SIM_WORKERS) processes"; \
+	LABSUPPORT_CI_TIMES_LABEL="pytest, the sim tier" \
+	    $(BIN)/python -m pytest -m "$(SIM_TIER)" -n $(SIM_WORKERS) --dist loadfile $(PYTEST_ARGS); sim=$$?; \
+	echo "== the kernel, upstream, browser, lite, classroom and kind tiers"; \
+	LABSUPPORT_CI_TIMES_LABEL="pytest, the other tiers" \
+	    $(BIN)/python -m pytest -m "not ($(SIM_TIER))" $(PYTEST_ARGS); rest=$$?; \
+	if [ $$sim = 5 ] && [ $$rest = 5 ]; then exit 5; fi; \
+	for code in $$sim $$rest; do [ $$code = 0 ] || [ $$code = 5 ] || exit $$code; done
+
+# where the last run's time went: each tier against its budget (docs/ci.md), the slowest tests
+times:
+	@$(PYTHON) -m tests.timetable
 
 doctor: $(STAMP)
 	$(BIN)/labsupport doctor
@@ -51,6 +73,21 @@ $(UPSTREAM_BIN)/kube-proxy $(UPSTREAM_BIN)/coredns &: upstream/go.mod upstream/g
 # engine when none answers. Where a registry is reachable this is not needed: kind pulls kindest/node.
 kind-images: $(STAMP) upstream
 	PATH="$$PATH:$(dir $(GO))" $(BIN)/python kind-images/build.py
+
+# The real kubectl built from its Go modules for WebAssembly (lite/kubectl/: upstream's main package at the release
+# lite/kubectl/go.mod pins), for the browser edition: build/kubectl-wasm/ holds kubectl.wasm, Go's wasm_exec.js and
+# the glue that runs it in a Pyodide kernel. Skipped when its inputs are unchanged; Go's build cache makes a rebuild cheap.
+kubectl-wasm:
+	GO=$(GO) $(PYTHON) lite/kubectl/build.py
+
+# The course in a browser tab: a static JupyterLite site in build/lite/ (every lesson of both editions, the project's
+# own labsupport and the real kubectl in WebAssembly, Pyodide's kernel), built offline from npm and PyPI (lite/build.py
+# says what and why); `make lite-serve` serves it on loopback with the headers it needs (README, "In a browser tab").
+lite: $(STAMP) kubectl-wasm
+	$(BIN)/python lite/build.py
+
+lite-serve:
+	$(PYTHON) lite/serve.py $(if $(PORT),--port=$(PORT))
 
 clean-lab: $(STAMP)
 	$(BIN)/labsupport clean

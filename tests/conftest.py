@@ -5,6 +5,12 @@ from __future__ import annotations
 import pytest
 
 from labsupport import Lab
+from tests import timetable
+
+
+def pytest_configure(config):
+    """Every run records where its time goes (`tests/timetable.py`; `.ci/run` prints the table at its end)."""
+    timetable.register(config)
 
 
 @pytest.fixture
