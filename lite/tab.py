@@ -19,9 +19,21 @@ OPEN = """async (path) => {
   await panel.context.ready; await panel.sessionContext.ready;
   // the session's kernel connection is read again each time: on a busy machine the one first seen can be replaced
   const status = () => panel.sessionContext.session?.kernel?.status ?? 'unknown';
+  // on a busy machine the app can end up with a session and no kernel (or a dead one) for a notebook it opened:
+  // a student would pick the kernel again, and so does this, twice at most, saying so in what it returns
+  const started = [];
   const t0 = Date.now();
-  while (status() !== 'idle' && Date.now() - t0 < 240000) { await new Promise(r => setTimeout(r, 200)); }
-  return {id: panel.id, status: status()};
+  let asked = Date.now();
+  while (status() !== 'idle' && Date.now() - t0 < 240000) {
+    await new Promise(r => setTimeout(r, 200));
+    if (['unknown', 'dead'].includes(status()) && Date.now() - asked > 60000 && started.length < 2) {
+      const name = app.serviceManager.kernelspecs.specs?.default ?? 'python';
+      started.push(`${status()} after ${Math.round((Date.now() - t0) / 1000)} s: kernel ${name} started again`);
+      asked = Date.now();
+      try { await panel.sessionContext.changeKernel({name}); } catch (e) { started.push(String(e)); }
+    }
+  }
+  return {id: panel.id, status: status(), started};
 }"""
 #: Run every cell of the current notebook and wait until the kernel is idle with every code cell run (or one failed,
 #: which stops Run All); each code cell's outputs. What is waited on is what a student sees (every cell's count, the

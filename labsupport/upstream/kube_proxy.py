@@ -54,6 +54,8 @@ POLL = 0.1
 SYNC_STARTED = re.compile(r'"Syncing (?:iptables|nftables) rules"')
 SYNC_ENDED = re.compile(r'"SyncProxyRules complete"')
 IPV4 = 'ipFamily="IPv4"'
+# A klog line's header: severity, month, day and the local time of day to the microsecond.
+KLOG_TIME = re.compile(r"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) ")
 # The topology labels a proxier takes from its Node (proxier.go, at --v=4), as a JSON object.
 TOPOLOGY_TAKEN = re.compile(r'"Updated proxier node topology labels".*? labels=(\{.*?\})')
 
@@ -152,6 +154,8 @@ class UpstreamKubeProxy:
         self._log_lock = threading.Lock()
         self._log_read = 0            # how much of the log _read_log() has taken in
         self._syncs = [0, 0]          # syncs started, ended
+        self._ipv4_began = 0.0        # when the IPv4 proxier's running (or last) sync took the changes in
+        self._ipv4_written_from = 0.0  # when its last ended sync took them in (Unix seconds; 0: none yet)
         self._zone = ""               # the IPv4 proxier's zone ("" until it takes one)
         self._zone_stage = ZoneStage.WRITTEN  # how far the rules are from taking that zone in
 
@@ -173,6 +177,7 @@ class UpstreamKubeProxy:
                 f"--vmodule=proxier={max(4, self.verbosity)}"]
         with self._log_lock:
             self._log_read, self._syncs, self._zone, self._zone_stage = 0, [0, 0], "", ZoneStage.WRITTEN  # a new log
+            self._ipv4_began = self._ipv4_written_from = 0.0
         self.process = NamespacedProcess(self.ns, argv, os.path.join(self.dir, "kube-proxy.log"))
         try:
             self.wait_synced(since=0.0, timeout=timeout)
@@ -270,10 +275,14 @@ class UpstreamKubeProxy:
         for line in whole.decode(errors="replace").splitlines():
             if SYNC_STARTED.search(line):
                 self._syncs[0] += 1
+                if IPV4 in line:
+                    self._ipv4_began = klog_time(line) or time.time()
                 if IPV4 in line and self._zone_stage is ZoneStage.TAKEN:
                     self._zone_stage = ZoneStage.SYNCING
             elif SYNC_ENDED.search(line):
                 self._syncs[1] += 1
+                if IPV4 in line:
+                    self._ipv4_written_from = self._ipv4_began
                 if IPV4 in line and self._zone_stage is ZoneStage.SYNCING:
                     self._zone_stage = ZoneStage.WRITTEN
             elif IPV4 in line and (taken := TOPOLOGY_TAKEN.search(line)):
@@ -285,6 +294,13 @@ class UpstreamKubeProxy:
         with self._log_lock:
             self._read_log()
             return self._syncs[0] - self._syncs[1]
+
+    def written_from(self) -> float:
+        """When the IPv4 proxier's last finished sync took in the changes it wrote (Unix seconds, 0 for none): a
+        change queued after that is not in the rules, whatever the time the sync ended."""
+        with self._log_lock:
+            self._read_log()
+            return self._ipv4_written_from
 
     def zone_written(self) -> tuple[str, bool]:
         """The zone kube-proxy last took from its Node ("" before any), and whether a sync that began after it
@@ -315,8 +331,10 @@ class UpstreamKubeProxy:
             queued, written, pending = self.sync_state()
             taken, zone_written = self.zone_written()
             zoned = zone is None or (taken == zone and zone_written)
+            # the pending gauges are shared by the IPv4 and IPv6 proxiers (the IPv6 one sets them to its own count
+            # on every event), so a change counts as written only by a sync that took changes in after it was queued
             if written and written >= queued and queued >= since and not pending and not self.syncs_running() \
-                    and zoned:
+                    and self.written_from() >= queued and zoned:
                 return written
             if time.monotonic() > deadline:
                 raise UpstreamError(f"kube-proxy in {self.ns} did not sync within {timeout:g} s (queued {queued}, "
@@ -339,6 +357,20 @@ class UpstreamKubeProxy:
             except KernelError as e:
                 raise UpstreamError(f"could not read the rules kube-proxy wrote in {self.ns}: {e}") from e
         return "".join(out)
+
+
+def klog_time(line: str, now: float | None = None) -> float | None:
+    """The Unix time of a klog line (its header has month, day and local time, no year: the year that puts it
+    nearest `now`), or None when the line has no klog header."""
+    found = KLOG_TIME.match(line)
+    if found is None:
+        return None
+    month, day, hour, minute, second, micro = (int(g) for g in found.groups())
+    now = time.time() if now is None else now
+    year = time.localtime(now).tm_year
+    stamps = [time.mktime((y, month, day, hour, minute, second, 0, 0, -1)) + micro / 1e6
+              for y in (year - 1, year, year + 1)]
+    return min(stamps, key=lambda t: abs(t - now))
 
 
 def clean_up(ns: str) -> None:

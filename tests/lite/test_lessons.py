@@ -39,6 +39,8 @@ def test_the_lesson_runs_in_a_tab_as_on_cpython(tab, lesson):
     errors_before = len(tab.page_errors)
     opened = tab.open(lesson)
     assert opened["status"] == "idle", opened
+    for line in opened.get("started", []):
+        print(f"\n[lite] {lesson}: {line}")
     try:
         ran = tab.run_all()
         cells = ran["cells"]

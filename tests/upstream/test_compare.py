@@ -1,6 +1,8 @@
 """The comparison itself (pure: runs without Go or root): what it ignores and what it must not."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from labsupport.upstream.compare import canonical_iptables, canonical_nft, first_differences
@@ -249,3 +251,39 @@ def test_an_nftables_start_without_the_service_cidrs_drop_rule_says_so(tmp_path,
                 kube_proxy.start(timeout=5, zone="", service_cidrs=cidrs)
         finally:
             kube_proxy.remove()
+
+
+def klog_line(at: float, message: str, family: str = "IPv4") -> str:
+    """A kube-proxy log line stamped `at` (Unix seconds), as klog writes it: local time, no year."""
+    stamp = time.strftime("%m%d %H:%M:%S", time.localtime(at)) + f".{int(round(at % 1 * 1e6)) % 1000000:06d}"
+    return f'I{stamp} 6582 proxier.go:655] "{message}" ipFamily="{family}"\n'
+
+
+def test_klog_times_read_back_as_unix_seconds():
+    from labsupport.upstream.kube_proxy import klog_time
+    at = 1796630263.649149
+    assert klog_time(klog_line(at, "Syncing iptables rules"), now=at + 5) == pytest.approx(at, abs=1e-6)
+    assert klog_time("no header here") is None
+
+
+def test_a_change_queued_while_a_sync_ran_waits_for_the_next_sync(tmp_path, monkeypatch):
+    # Seen on the real kube-proxy: a Service created while a sync was running was queued 6 ms after that sync took
+    # its changes in; the sync ended after the queue time, and the pending gauges read 0 (the IPv6 proxier had set
+    # them to its own count), so the metrics said written. Only the next sync, 1 s later, wrote the Service.
+    from types import SimpleNamespace
+    from labsupport.upstream.kube_proxy import UpstreamKubeProxy
+    log = tmp_path / "kube-proxy.log"
+    kube_proxy = UpstreamKubeProxy("ns", "node", {}, "kubeconfig")
+    kube_proxy.dir = str(tmp_path)
+    kube_proxy.process = SimpleNamespace(log_path=str(log), poll=lambda: None, log=lambda: log.read_text())
+    began = time.time() - 10
+    queued, ended = began + 0.006, began + 0.038
+    monkeypatch.setattr(kube_proxy, "sync_state", lambda: (queued, ended, 0.0))
+    log.write_text(klog_line(began, "Syncing iptables rules") + klog_line(ended, "SyncProxyRules complete")
+                   + klog_line(began + 0.5, "Syncing iptables rules", "IPv6")
+                   + klog_line(began + 0.6, "SyncProxyRules complete", "IPv6"))
+    with pytest.raises(UpstreamError, match="did not sync"):
+        kube_proxy.wait_synced(queued - 0.001, timeout=0.3)
+    with log.open("a") as fh:
+        fh.write(klog_line(began + 1.04, "Syncing iptables rules") + klog_line(began + 1.07, "SyncProxyRules complete"))
+    assert kube_proxy.wait_synced(queued - 0.001, timeout=1) == ended
