@@ -383,6 +383,25 @@ def clean_up(ns: str) -> None:
         raise UpstreamError(f"kube-proxy --cleanup in {ns} failed ({done.returncode}): {done.stdout}{done.stderr}")
 
 
+#: The jumps kube-proxy makes on the kubelet's behalf (`iptablesKubeletJumpChains` in proxier.go): chain, target.
+#: `kube-proxy --cleanup` leaves them, as it must on a real node, where the kubelet owns them too.
+KUBELET_JUMPS = (("INPUT", "KUBE-FIREWALL"), ("OUTPUT", "KUBE-FIREWALL"))
+
+
+def remove_kubelet_jumps(ns: str) -> None:
+    """Remove, in namespace `ns`, the jumps and chain kube-proxy made for the kubelet (iptables filter table), so
+    that a kube-proxy started there again writes its jumps in the order a first start does: it prepends every jump
+    it does not find, and a jump left behind would stay below the ones prepended after it. In a node namespace of
+    the `netns` backend nothing else makes them."""
+    for chain, target in KUBELET_JUMPS:
+        for _ in range(10):           # a jump can be there more than once; stop when none is left
+            if run_in(ns, ["iptables", "-w", "-t", "filter", "-D", chain, "-j", target]).returncode != 0:
+                break
+    for target in sorted({target for _, target in KUBELET_JUMPS}):
+        run_in(ns, ["iptables", "-w", "-t", "filter", "-F", target])
+        run_in(ns, ["iptables", "-w", "-t", "filter", "-X", target])
+
+
 def ensure_service_cidr(cluster: Any, cidrs: tuple[str, ...] = ("10.96.0.0/12",)) -> dict:
     """The `kubernetes` ServiceCIDR the API server of a real cluster creates at start (kube-proxy watches it)."""
     from labsupport.apiserver.events import unseeded

@@ -15,7 +15,7 @@ from labsupport.upstream.compare import canonical_iptables, canonical_nft
 from labsupport.upstream.forwarder import LoopbackForwarder
 from labsupport.upstream.nfacct import create_counters
 from labsupport.upstream.kube_proxy import (START_TIMEOUT, SYNC_TIMEOUT, LostAtStart, UpstreamKubeProxy, clean_up,
-                                            configuration, ensure_service_cidr)
+                                            configuration, ensure_service_cidr, remove_kubelet_jumps)
 
 #: How many starts that lose a piece of the node's state (LostAtStart) make an error, in a namespace made here.
 START_ATTEMPTS = 3
@@ -51,8 +51,9 @@ class KubeProxyNode:
         """Make the namespace (if ours), relay the API server into it and start kube-proxy; returns after its
         first sync with its Node's zone and the Service CIDRs. A kube-proxy that lost either at start is started
         again: in a new namespace when the namespace is made here, else after `kube-proxy --cleanup` in the given
-        one (a restart would otherwise find the lost start's chains, which nftables mode deletes only a sync or
-        more later; iptables mode's jumps then come back in another order, which only a rules comparison sees)."""
+        one, with the jumps kube-proxy made for the kubelet, which --cleanup leaves (a restart would otherwise find
+        the lost start's chains, which nftables mode deletes only a sync or more later, and iptables mode's jumps
+        would come back in another order, which only a rules comparison sees)."""
         for attempt in range(1, START_ATTEMPTS + 1):
             try:
                 return self._start()
@@ -62,6 +63,7 @@ class KubeProxyNode:
                 self.restarts.append(str(lost))
                 if not self._own_ns:
                     clean_up(self.ns)
+                    remove_kubelet_jumps(self.ns)
 
     def _start(self) -> "KubeProxyNode":
         try:
