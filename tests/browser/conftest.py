@@ -9,7 +9,6 @@ import os
 import pathlib
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import nbformat
 import pytest
 
 from labsupport.testing import require_browser
+from tests.processes import stop_group
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -84,12 +84,7 @@ def jupyterlab(tmp_path_factory):
                 time.sleep(0.3)
         yield Server(base, token, served)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        stop_group(server)
         log.close()
         ARTIFACTS.mkdir(exist_ok=True)
         shutil.copy(log_path, ARTIFACTS / "browser-jupyterlab.log")

@@ -17,7 +17,6 @@ import pathlib
 import secrets
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import pytest
 
 from labsupport.classroom.runner import NbgraderRun, warm_up
 from tests.grading.course import BIN, GRADING, ROOT, notebook_name, read, solution_region, source_text
+from tests.processes import stop_group
 
 pytestmark = pytest.mark.slow
 
@@ -199,12 +199,7 @@ class Walk:
             assert set(by_student) == {"alice", "bob"}, listed
             assert by_student["alice"]["failed_tests"] is False and by_student["bob"]["failed_tests"] is True
         finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
+            stop_group(server)
             log.close()
 
 

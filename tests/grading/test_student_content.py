@@ -17,7 +17,6 @@ import os
 import pathlib
 import re
 import secrets
-import signal
 import subprocess
 import sys
 import threading
@@ -30,6 +29,7 @@ from labsupport.grading.sandbox import problems
 from labsupport.testing import require, require_browser
 from tests.grading.course import BIN, Course, cell_by_id, notebook_name
 from tests.grading.pages import dangers, parsed, risky
+from tests.processes import stop_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -224,8 +224,7 @@ def test_the_formgrader_runs_no_script_of_the_students(course):
             page.screenshot(path=str(ARTIFACTS / "formgrader-student-markup.png"), full_page=True)
             browser.close()
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
+        stop_group(process)
     owned, images, sources = flags
     assert owned is None, f"a script of the student's ran: window.owned = {owned}"
     assert all(src.startswith("data:image/") for src in sources), sources

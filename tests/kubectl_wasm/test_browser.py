@@ -8,12 +8,13 @@ import threading
 import time
 import zipfile
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from labsupport.testing import require_browser
+from lite.serve import SiteHandler
 from tests.kubectl_wasm.conftest import (IN_PYODIDE, ROOT, WASM_DIR, assert_refusals, assert_same_as_native)
 
 PAGE = Path(__file__).with_name("page")
@@ -52,18 +53,13 @@ def python_zip(pure_site_packages: Path) -> bytes:
     return buffer.getvalue()
 
 
-class _Site(SimpleHTTPRequestHandler):
-    """The page, Pyodide, kubectl.wasm and the Python zip, with the headers the built site sends."""
+class _Site(SiteHandler):
+    """The page, Pyodide, kubectl.wasm and the Python zip, with the headers and types the built site is served with."""
 
     mounts: dict[str, Path] = {}
     bundle: bytes = b""
 
-    def log_message(self, format, *args):  # noqa: A002 - the base class's name
-        pass
-
     def end_headers(self) -> None:
-        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
-        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
         self.send_header("Cache-Control", "no-store")
         super().end_headers()
 
@@ -91,8 +87,6 @@ def tab(pyodide_dir, pure_site_packages):
     chromium = require_browser()
     handler = type("Site", (_Site,), {"mounts": {"pyodide": pyodide_dir, "kubectl": WASM_DIR},
                                       "bundle": python_zip(pure_site_packages)})
-    handler.extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".mjs": "text/javascript",
-                              ".wasm": "application/wasm"}
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"

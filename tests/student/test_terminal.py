@@ -8,7 +8,6 @@ import os
 import pathlib
 import re
 import secrets
-import signal
 import subprocess
 import time
 import urllib.request
@@ -18,6 +17,7 @@ import pytest
 from websockets.sync.client import connect
 
 from tests.student.test_student_lab import free_port
+from tests.processes import stop_group
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PODS = '''lab.apply({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "%s"},
@@ -131,12 +131,7 @@ def server(tmp_path_factory):
                 time.sleep(0.3)
         yield lab
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc)
 
 
 def test_a_terminal_has_the_projects_kubectl_and_labsupport_first(server):
