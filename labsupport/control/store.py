@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 from labsupport.control.clock import VirtualClock, rfc3339
 from labsupport.errors import AlreadyExists, APIError, Conflict, NotFound
 from labsupport.model.kinds import by_kind
+from labsupport.model.meta import generate_name
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 #: Kinds whose metadata carries a generation that bumps when the spec changes.
@@ -86,6 +87,8 @@ class Store:
     def __init__(self, clock: VirtualClock, rng: random.Random, history: int = 50_000):
         self.clock = clock
         self.rng = rng
+        self._name_seed = rng.getrandbits(64)
+        self._generated: dict[tuple[str, str, str], int] = {}
         self.rv = 1000
         self._objects: dict[str, dict[tuple[str, str], dict]] = {}
         self._history: deque[Event] = deque(maxlen=history)
@@ -125,9 +128,13 @@ class Store:
         self.rv += 1
         return self.rv
 
-    def name_suffix(self, length: int = 5) -> str:
-        """A random suffix from Kubernetes' name alphabet (seeded)."""
-        return "".join(self.rng.choice(NAME_ALPHABET) for _ in range(length))
+    def generated_name(self, kind: str, namespace: str, base: str) -> str:
+        """The next name for a `generateName` of `base`: random (seeded) from a stream of its own per kind, namespace
+        and base, so that the names one base gets do not depend on what else was created between them (in real time,
+        the kubelet's events come when they come) and a lab's seed gives its pods the same names on every backend."""
+        key = (kind, namespace, base)
+        count = self._generated[key] = self._generated.get(key, 0) + 1
+        return generate_name(base, random.Random(f"{self._name_seed}/{kind}/{namespace}/{base}/{count}"))
 
     def new_uid(self) -> str:
         """A random UUID4-shaped uid (seeded)."""
@@ -153,7 +160,7 @@ class Store:
         bucket = self._objects.setdefault(kind, {})
         if not meta.get("name") and meta.get("generateName"):
             for _ in range(50):
-                candidate = meta["generateName"] + self.name_suffix()
+                candidate = self.generated_name(kind, ns, meta["generateName"])
                 if (ns, candidate) not in bucket:
                     meta["name"] = candidate
                     break

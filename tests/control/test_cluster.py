@@ -508,3 +508,27 @@ spec:
     lab.advance(1)
     with pytest.raises(NotFound):
         lab.get("pod", "hooked")
+
+
+def test_a_seeded_labs_generated_names_do_not_depend_on_what_was_created_between_them():
+    # In real time (netns) the kubelet's events come when they come: the names a ReplicaSet's pods get must not
+    # depend on how many events (or other objects) were stored before them.
+    def pod_names(objects_between: int) -> list[str]:
+        cluster = Cluster(seed=0)
+        made = []
+        for n in range(3):
+            for m in range(objects_between):
+                cluster.store.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                      "metadata": {"name": f"between-{n}-{m}", "namespace": "default"}})
+            made.append(cluster.store.create({"apiVersion": "v1", "kind": "Pod",
+                                              "metadata": {"generateName": "web-5b9d5f6545-", "namespace": "default"},
+                                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
+        return [p["metadata"]["name"] for p in made]
+
+    names = pod_names(0)
+    assert len(set(names)) == 3 and all(n.startswith("web-5b9d5f6545-") and len(n) == 20 for n in names)
+    assert pod_names(4) == names
+    other = Cluster(seed=1).store.create({"apiVersion": "v1", "kind": "Pod",
+                                          "metadata": {"generateName": "web-5b9d5f6545-", "namespace": "default"},
+                                          "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+    assert other["metadata"]["name"] != names[0], "another seed, other names"
