@@ -55,6 +55,8 @@ CREATE_WAIT = "180s"
 #: How many requests `curl_batch` sends in one command before it reads their conntrack entries: a few seconds'
 #: work, well inside the 120 s a closed connection's entry stays in TIME_WAIT
 CURL_BATCH = 50
+#: How many times a node's conntrack table is dumped before what the last dump gave is taken
+CONNTRACK_READS = 4
 MULTIPATH_HASH_SYSCTL = "net.ipv4.fib_multipath_hash_policy"
 #: what `docker inspect` prints of the client container: running, its added capability, its hash policy
 CLIENT_STATE_FORMAT = ("{{.State.Running}} {{range .HostConfig.CapAdd}}{{.}}{{end}} "
@@ -630,8 +632,7 @@ class KindBackend(KubeBackend):
         nodes = self._entry_candidates(out, url, source)
 
         def read(node: str) -> list[tool_output.ConntrackRecord]:
-            done = self._node_run(node, ["conntrack", "-L", "-p", "tcp", "--orig-port-src", str(out.local_port)])
-            return tool_output.parse_conntrack(done.stdout)
+            return self._conntrack_entries(node, ["-p", "tcp", "--orig-port-src", str(out.local_port)])
 
         return _find_entry(out, nodes, read)
 
@@ -754,6 +755,11 @@ class KindBackend(KubeBackend):
             pods = self._pods()
             for (result, _), record in zip(unknown, self._connection_entries([o for _, o in unknown], url, source)):
                 self._fill_from_entry(result, record, pods)
+            # what one dump per node missed (an entry written late, a node the routes did not name): each alone,
+            # on every node, against the pods as they are now
+            for result, out in runs:
+                if result.ok and out is not None and (result.pod is None or result.client_ip is None):
+                    self._from_conntrack(result, out, url, source)
         return [result for result, _ in runs]
 
     def _connection_entries(self, outs: list[tool_output.CurlOutput], url: str,
@@ -772,9 +778,9 @@ class KindBackend(KubeBackend):
 
         def read(node: str) -> list[tool_output.ConntrackRecord]:
             if node not in tables:
-                argv = ["conntrack", "-L", "-p", "tcp"]
+                argv = ["-p", "tcp"]
                 argv += ["--orig-src", next(iter(sources))] if len(sources) == 1 and None not in sources else []
-                tables[node] = tool_output.parse_conntrack(self._node_run(node, argv).stdout)
+                tables[node] = self._conntrack_entries(node, argv)
             return tables[node]
 
         candidates: dict[tuple, list[str]] = {}
@@ -788,6 +794,19 @@ class KindBackend(KubeBackend):
                 candidates[key] = self._entry_candidates(out, url, source, chosen)
             found.append(_find_entry(out, candidates[key], read)[1])
         return found
+
+    def _conntrack_entries(self, node: str, filters: list[str]) -> list[tool_output.ConntrackRecord]:
+        """A node's conntrack entries that match `filters` (`conntrack -L` options). A dump of a large table on a busy
+        node can fail part way ("Operation failed: No buffer space available", the netlink socket overrun) and leave
+        entries out: it is read again, up to CONNTRACK_READS times, until one dump completes."""
+        argv = ["conntrack", "-L", *filters]
+        done = self._node_run(node, argv)
+        for _ in range(CONNTRACK_READS - 1):
+            if done.returncode in (0, 1) and "Operation failed" not in done.stderr:
+                break
+            time.sleep(0.2)
+            done = self._node_run(node, argv)
+        return tool_output.parse_conntrack(done.stdout)
 
     def _identify_connection(self, result: CurlResult, conn: PodKeepAlive, known: CurlResult | None) -> None:
         """As on any cluster (the app's reply, else the connection's first answer); what is still unknown comes

@@ -102,10 +102,12 @@ class RecordingRunner(CommandRunner):
         prefix = list(prefix)
         self.script.append((prefix, CommandResult(prefix, returncode, stdout, stderr)))
 
-    def answer_in_turn(self, prefix: Iterable[str], *stdouts: str) -> None:
-        """Script successive outputs of a command: the first call gets the first, the last one repeats."""
+    def answer_in_turn(self, prefix: Iterable[str], *turns: str | CommandResult) -> None:
+        """Script successive answers of a command (an output of a run that succeeds, or a whole result): the first
+        call gets the first, the last one repeats."""
         prefix = list(prefix)
-        self._turns[tuple(prefix)] = [CommandResult(prefix, 0, out, "") for out in stdouts]
+        self._turns[tuple(prefix)] = [turn if isinstance(turn, CommandResult) else CommandResult(prefix, 0, turn, "")
+                                      for turn in turns]
 
     def which(self, name: str) -> str | None:
         """Every program is "installed" unless `programs` maps it to None."""

@@ -15,7 +15,7 @@ from labsupport.kind import parse
 from labsupport.kind.cluster import CLIENT_STATE_FORMAT, IPVS_PROBE, KindCluster
 from labsupport.kind.config import LESSON_IMAGES, NODE_IMAGE, config_problems
 from labsupport.kind.progress import Progress, TerminalProgress
-from labsupport.kind.runner import RecordingRunner
+from labsupport.kind.runner import CommandResult, RecordingRunner
 from tests.kind import lesson
 from tests.kind.conftest import embedded_kubeconfig
 
@@ -356,6 +356,32 @@ def test_a_batch_of_requests_runs_curl_in_one_command_and_reads_each_nodes_connt
     assert batch[0][-1] == "http://172.18.0.3:30080/"
     assert [c for c in runner.commands() if "conntrack" in c] == [
         "docker exec lab-worker conntrack -L -p tcp --orig-src 172.18.0.9"], "one read of the node's table"
+
+
+def test_a_conntrack_dump_that_failed_part_way_is_read_again(kind_lab, monkeypatch):
+    # On a busy node a dump of a large table can stop part way (the netlink socket overrun): what it printed lacks
+    # entries. The table is read again, and every request of the batch learns who answered.
+    lab, runner = kind_lab, kind_lab.runner
+    lab.apply(lesson.WEB)
+    lab.wait(lambda l: lesson.ready(l, "web") == 3)
+    pods = lesson.running_pods(lab, "web")
+    monkeypatch.setattr("labsupport.kind.cluster.secrets.token_hex", lambda n: "b0")
+    monkeypatch.setattr("labsupport.kind.cluster.time.sleep", lambda s: None)
+    boundary = "__labsupport_batch_b0__"
+    runner.answer(["docker", "inspect", "-f", "{{.State.Running}}"], stdout="true\n")
+    runner.answer(["docker", "exec", "labsupport-client", "sh", "-c"], stdout="".join(
+        f"\n{boundary} 0\nhi\n{tool_output.CURL_MARK} 200 172.18.0.3 30080 172.18.0.9 {port}\n\n{boundary}\n"
+        for port in (48812, 48813)) + f"\n{boundary}\n")
+    entries = [f"tcp      6 117 TIME_WAIT src=172.18.0.9 dst=172.18.0.3 sport={port} dport=30080 "
+               f"src={pod['status']['podIP']} dst=172.18.0.3 sport=80 dport={port + 1000} [ASSURED] mark=0 use=1\n"
+               for port, pod in ((48812, pods[0]), (48813, pods[1]))]
+    dump = ["docker", "exec", "lab-worker", "conntrack", "-L", "-p", "tcp", "--orig-src", "172.18.0.9"]
+    runner.answer_in_turn(dump, CommandResult(dump, 1, entries[0], "conntrack v1.4.7 (conntrack-tools): Operation "
+                                                                   "failed: No buffer space available\n"),
+                          "".join(entries))
+    results = lab.backend.curl_batch("http://172.18.0.3:30080/", "client", 2)
+    assert [r.pod for r in results] == [pods[0]["metadata"]["name"], pods[1]["metadata"]["name"]]
+    assert [c for c in runner.commands() if "conntrack" in c] == [" ".join(dump)] * 2
 
 
 def test_a_batch_the_shell_could_not_finish_sends_the_rest_one_by_one(kind_lab, monkeypatch):
