@@ -26,7 +26,8 @@ lab: $(STAMP)
 # and the browser, lite and classroom tiers (Chromium, JupyterLab, JupyterLite, a hub); the second one's output goes
 # to test-artifacts/pytest-browser-tiers.log and is printed when it ends. The kind tier last, alone: beside the others
 # it lost requests and kernels to the contention (docs/ci.md). PYTEST_ARGS go to every session; a session PYTEST_ARGS
-# leaves without a test counts as passed. All record their times in one table (`make times`).
+# leaves without a test counts as passed. All record their times in one table (`make times`). When the sim tier ends,
+# the file LABSUPPORT_SIM_TIER_DONE names (if any) is created: .ci/run makes the kind tier's clusters from then on.
 SIM_WORKERS ?= 4
 SIM_TIER    := not kernel and not upstream and not browser and not classroom and not lite and not kind
 NETNS_TIERS := (kernel or upstream) and not browser and not classroom and not lite and not kind
@@ -39,6 +40,7 @@ test: $(STAMP)
 	echo "== the sim tier, $(SIM_WORKERS) processes"; \
 	LABSUPPORT_CI_TIMES_LABEL="pytest, the sim tier" \
 	    $(BIN)/python -m pytest -m "$(SIM_TIER)" -n $(SIM_WORKERS) --dist loadfile $(PYTEST_ARGS); sim=$$?; \
+	[ -z "$$LABSUPPORT_SIM_TIER_DONE" ] || touch "$$LABSUPPORT_SIM_TIER_DONE"; \
 	echo "== the kernel and upstream tiers, beside the browser, lite and classroom tiers (test-artifacts/pytest-browser-tiers.log)"; \
 	LABSUPPORT_CI_TIMES_LABEL="pytest, browser, lite and classroom" \
 	    $(BIN)/python -m pytest -m "$(BROWSER_TIERS)" $(PYTEST_ARGS) > test-artifacts/pytest-browser-tiers.log 2>&1 & browsers=$$!; \
