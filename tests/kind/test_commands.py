@@ -327,24 +327,41 @@ def test_curl_sources_and_the_answering_pod_from_conntrack(kind_lab):
     assert refused.refused and not refused.ok and refused.error.startswith("curl: (7)")
 
 
-def test_a_batch_of_requests_runs_curl_in_one_command_and_reads_each_nodes_conntrack_once(kind_lab, monkeypatch):
-    lab, runner = kind_lab, kind_lab.runner
+BATCH_BOUNDARY = "__labsupport_batch_b0__"
+
+
+def web_pods_and_one_boundary(lab, monkeypatch) -> list[dict]:
+    """The lesson's web Deployment ready (its pods returned), and every batch of requests marked BATCH_BOUNDARY."""
     lab.apply(lesson.WEB)
     lab.wait(lambda l: lesson.ready(l, "web") == 3)
-    pods = lesson.running_pods(lab, "web")
     monkeypatch.setattr("labsupport.kind.cluster.secrets.token_hex", lambda n: "b0")
-    boundary = "__labsupport_batch_b0__"
+    lab.runner.answer(["docker", "inspect", "-f", "{{.State.Running}}"], stdout="true\n")
+    return lesson.running_pods(lab, "web")
+
+
+def answered_runs(body: str, ports: tuple[int, ...]) -> str:
+    """What a batch's shell prints for requests from the client (172.18.0.9) from `ports`, each answered 200."""
+    return "".join(f"\n{BATCH_BOUNDARY} 0\n{body}{tool_output.CURL_MARK} 200 172.18.0.3 30080 172.18.0.9 {port}\n"
+                   f"\n{BATCH_BOUNDARY}\n" for port in ports)
+
+
+def time_wait_entry(port: int, pod: dict) -> str:
+    """The conntrack line of a closed request from the client's `port` to a NodePort, answered by `pod`."""
+    return (f"tcp      6 117 TIME_WAIT src=172.18.0.9 dst=172.18.0.3 sport={port} dport=30080 "
+            f"src={pod['status']['podIP']} dst=172.18.0.3 sport=80 dport={port + 1000} [ASSURED] mark=0 use=1\n")
+
+
+def test_a_batch_of_requests_runs_curl_in_one_command_and_reads_each_nodes_conntrack_once(kind_lab, monkeypatch):
+    lab, runner = kind_lab, kind_lab.runner
+    pods = web_pods_and_one_boundary(lab, monkeypatch)
+    boundary = BATCH_BOUNDARY
     nginx = "<!DOCTYPE html>\n<title>Welcome to nginx!</title>\n"
-    answered = "".join(f"\n{boundary} 0\n{nginx}{tool_output.CURL_MARK} 200 172.18.0.3 30080 172.18.0.9 {port}\n"
-                       f"\n{boundary}\n" for port in (48812, 48813))
     refused = (f"\n{boundary} 7\n{tool_output.CURL_MARK} 000  0  0\n\n{boundary}\ncurl: (7) Failed to connect to "
                f"172.18.0.3 port 30080 after 0 ms: Couldn't connect to server\n")
-    runner.answer(["docker", "inspect", "-f", "{{.State.Running}}"], stdout="true\n")
-    runner.answer(["docker", "exec", "labsupport-client", "sh", "-c"], stdout=answered + refused + f"\n{boundary}\n")
+    runner.answer(["docker", "exec", "labsupport-client", "sh", "-c"],
+                  stdout=answered_runs(nginx, (48812, 48813)) + refused + f"\n{boundary}\n")
     runner.answer(["docker", "exec", "lab-worker", "conntrack", "-L", "-p", "tcp", "--orig-src", "172.18.0.9"],
-                  stdout="".join(f"tcp      6 117 TIME_WAIT src=172.18.0.9 dst=172.18.0.3 sport={port} dport=30080 "
-                                 f"src={pod['status']['podIP']} dst=172.18.0.3 sport=80 dport={port + 1000} "
-                                 "[ASSURED] mark=0 use=1\n" for port, pod in ((48812, pods[0]), (48813, pods[1]))))
+                  stdout=time_wait_entry(48812, pods[0]) + time_wait_entry(48813, pods[1]))
     results = lab.backend.curl_batch("http://172.18.0.3:30080/", "client", 3)
     assert [r.pod for r in results] == [pods[0]["metadata"]["name"], pods[1]["metadata"]["name"], None]
     assert [r.client_ip for r in results] == ["172.18.0.3", "172.18.0.3", None], "masqueraded to the node"
@@ -362,23 +379,14 @@ def test_a_conntrack_dump_that_failed_part_way_is_read_again(kind_lab, monkeypat
     # On a busy node a dump of a large table can stop part way (the netlink socket overrun): what it printed lacks
     # entries. The table is read again, and every request of the batch learns who answered.
     lab, runner = kind_lab, kind_lab.runner
-    lab.apply(lesson.WEB)
-    lab.wait(lambda l: lesson.ready(l, "web") == 3)
-    pods = lesson.running_pods(lab, "web")
-    monkeypatch.setattr("labsupport.kind.cluster.secrets.token_hex", lambda n: "b0")
+    pods = web_pods_and_one_boundary(lab, monkeypatch)
     monkeypatch.setattr("labsupport.kind.cluster.time.sleep", lambda s: None)
-    boundary = "__labsupport_batch_b0__"
-    runner.answer(["docker", "inspect", "-f", "{{.State.Running}}"], stdout="true\n")
-    runner.answer(["docker", "exec", "labsupport-client", "sh", "-c"], stdout="".join(
-        f"\n{boundary} 0\nhi\n{tool_output.CURL_MARK} 200 172.18.0.3 30080 172.18.0.9 {port}\n\n{boundary}\n"
-        for port in (48812, 48813)) + f"\n{boundary}\n")
-    entries = [f"tcp      6 117 TIME_WAIT src=172.18.0.9 dst=172.18.0.3 sport={port} dport=30080 "
-               f"src={pod['status']['podIP']} dst=172.18.0.3 sport=80 dport={port + 1000} [ASSURED] mark=0 use=1\n"
-               for port, pod in ((48812, pods[0]), (48813, pods[1]))]
+    runner.answer(["docker", "exec", "labsupport-client", "sh", "-c"],
+                  stdout=answered_runs("hi\n", (48812, 48813)) + f"\n{BATCH_BOUNDARY}\n")
     dump = ["docker", "exec", "lab-worker", "conntrack", "-L", "-p", "tcp", "--orig-src", "172.18.0.9"]
-    runner.answer_in_turn(dump, CommandResult(dump, 1, entries[0], "conntrack v1.4.7 (conntrack-tools): Operation "
-                                                                   "failed: No buffer space available\n"),
-                          "".join(entries))
+    overrun = "conntrack v1.4.7 (conntrack-tools): Operation failed: No buffer space available\n"
+    runner.answer_in_turn(dump, CommandResult(dump, 1, time_wait_entry(48812, pods[0]), overrun),
+                          time_wait_entry(48812, pods[0]) + time_wait_entry(48813, pods[1]))
     results = lab.backend.curl_batch("http://172.18.0.3:30080/", "client", 2)
     assert [r.pod for r in results] == [pods[0]["metadata"]["name"], pods[1]["metadata"]["name"]]
     assert [c for c in runner.commands() if "conntrack" in c] == [" ".join(dump)] * 2
