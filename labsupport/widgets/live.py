@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import sys
 import threading
 import time
@@ -68,14 +69,31 @@ def wanted_namespaces(namespaces: Iterable[str] | None, objects: dict) -> set[st
     return {home if n == "default" else n for n in namespaces}
 
 
+def _one_draw_at_a_time(draw: Callable[[Any], None]) -> Callable[[Any], None]:
+    """A view's `draw`, run under the view's draw lock."""
+    @functools.wraps(draw)
+    def locked(self: Any) -> None:
+        with self._draw_lock:
+            draw(self)
+    return locked
+
+
 class LiveView(widgets.VBox):
     """A VBox that redraws itself when the cluster changes and displays with a static HTML fallback."""
 
     #: Kinds whose watch events make this view redraw.
     watched_kinds: frozenset = frozenset({"Pod", "Node", "Service", "EndpointSlice", "ConfigMap"})
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "draw" in cls.__dict__:
+            cls.draw = _one_draw_at_a_time(cls.__dict__["draw"])
+
     def __init__(self, lab: Any, *, present: bool | None = None, live: bool = True, **kwargs: Any):
         super().__init__(**kwargs)
+        #: One draw at a time: a redraw on the timer thread and one after a cell (or a button) on the kernel's main
+        #: thread would otherwise change the same dropdowns' choices and values under each other.
+        self._draw_lock = threading.RLock()
         self.lab = lab
         self.present = presenting() if present is None else bool(present)
         self.debounce = DEBOUNCE_SECONDS

@@ -66,6 +66,38 @@ def test_live_updates_follow_the_watch_debounced(web):
         graph.close()
 
 
+def test_a_redraw_on_the_timer_thread_waits_for_one_on_the_kernels_thread(web, monkeypatch):
+    """The debounced redraw (a timer thread) and the one after a cell (the kernel's thread) never draw at once: they
+    would set the same dropdowns' choices and values under each other ("Invalid selection: value not found")."""
+    import threading
+
+    graph = web.graph()
+    inside, overlaps = [], []
+    original = type(graph)._update_choices
+
+    def slow_update(self, objects):
+        inside.append(threading.get_ident())
+        if len(inside) > 1:
+            overlaps.append(list(inside))
+        time.sleep(0.2)                 # long enough for the other thread to come in, were it let in
+        try:
+            original(self, objects)
+        finally:
+            inside.remove(threading.get_ident())
+
+    monkeypatch.setattr(type(graph), "_update_choices", slow_update)
+    try:
+        threads = [threading.Thread(target=graph.refresh) for _ in range(3)]
+        for t in threads:
+            t.start()
+        graph.refresh()
+        for t in threads:
+            t.join(10)
+        assert overlaps == []
+    finally:
+        graph.close()
+
+
 def test_without_threads_the_redraw_runs_on_the_event_loop(web, monkeypatch):
     """Where no thread can start (Pyodide in a browser tab), a change is redrawn from the event loop, not lost."""
     import asyncio
