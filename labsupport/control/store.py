@@ -17,7 +17,6 @@ from labsupport.errors import AlreadyExists, APIError, Conflict, NotFound
 from labsupport.model.kinds import by_kind
 from labsupport.model.meta import generate_name
 
-NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 #: Kinds whose metadata carries a generation that bumps when the spec changes.
 GENERATION_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Pod"}
 

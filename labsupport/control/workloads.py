@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from labsupport.control.scheduler import tolerates
-from labsupport.control.store import NAME_ALPHABET
+from labsupport.model.meta import GENERATE_NAME_ALPHABET
 from labsupport.model.objects import clone
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def fnv32a(data: bytes) -> int:
 
 def safe_encode(text: str) -> str:
     """Kubernetes' SafeEncodeString: map each byte onto the consonant-and-digit name alphabet."""
-    return "".join(NAME_ALPHABET[b % len(NAME_ALPHABET)] for b in text.encode())
+    return "".join(GENERATE_NAME_ALPHABET[b % len(GENERATE_NAME_ALPHABET)] for b in text.encode())
 
 
 def template_hash(template: dict, collision_count: int = 0) -> str:
