@@ -621,7 +621,7 @@ class KindBackend(KubeBackend):
         waits until kube-proxy on that node has caught up (`_catch_up`), as `lab.curl` on sim meets the new rules."""
         self._catch_up_for(url, source)
         result, out = self._curl_in_grace(url, source, options)
-        if result.ok and out is not None and (result.pod is None or result.client_ip is None):
+        if _unplaced(result, out):
             self._from_conntrack(result, out, url, source)
         return result
 
@@ -749,17 +749,16 @@ class KindBackend(KubeBackend):
             runs.append(self._again_in_grace(url, source, options, result, out))
         # what the batch did not run (a shell without mktemp, a timeout), one request at a time
         runs += [self._curl_in_grace(url, source, options) for _ in range(count - len(runs))]
-        unknown = [(result, out) for result, out in runs
-                   if result.ok and out is not None and (result.pod is None or result.client_ip is None)]
+        unknown = [(result, out) for result, out in runs if _unplaced(result, out)]
         if unknown:
             pods = self._pods()
             for (result, _), record in zip(unknown, self._connection_entries([o for _, o in unknown], url, source)):
                 self._fill_from_entry(result, record, pods)
             # what one dump per node missed (an entry written late, a node the routes did not name): each alone,
-            # on every node, against the pods as they are now
-            for result, out in runs:
-                if result.ok and out is not None and (result.pod is None or result.client_ip is None):
-                    self._from_conntrack(result, out, url, source)
+            # on every node
+            for result, out in unknown:
+                if _unplaced(result, out):
+                    self._fill_from_entry(result, self._connection_entry(out, url, source)[1], pods)
         return [result for result, _ in runs]
 
     def _connection_entries(self, outs: list[tool_output.CurlOutput], url: str,
@@ -997,6 +996,11 @@ def _entry_target(out: tool_output.CurlOutput, url: str) -> str:
     """The URL a request's connection went to: the URL, or where its host is a name, the address curl connected to."""
     target = url if "://" in url else f"http://{url}"
     return f"http://{out.remote_ip}/" if parse_host(target) is None and out.remote_ip else target
+
+
+def _unplaced(result: CurlResult, out: tool_output.CurlOutput | None) -> bool:
+    """Whether an answered request's result still lacks who answered it or the client address it saw."""
+    return result.ok and out is not None and (result.pod is None or result.client_ip is None)
 
 
 def _find_entry(out: tool_output.CurlOutput, nodes: list[str], read: Callable[[str], list[tool_output.ConntrackRecord]]
