@@ -34,9 +34,9 @@ NETNS_TIERS := (kernel or upstream) and not browser and not classroom and not li
 BROWSER_TIERS := (browser or classroom or lite) and not kind
 
 test: $(STAMP)
-	@if [ -z "$$LABSUPPORT_CI_TIMES" ]; then \
-	    export LABSUPPORT_CI_TIMES="$(CURDIR)/test-artifacts/ci-times.jsonl"; mkdir -p test-artifacts; : > "$$LABSUPPORT_CI_TIMES"; \
-	fi; mkdir -p test-artifacts; \
+	@mkdir -p test-artifacts; if [ -z "$$LABSUPPORT_CI_TIMES" ]; then \
+	    export LABSUPPORT_CI_TIMES="$(CURDIR)/test-artifacts/ci-times.jsonl"; : > "$$LABSUPPORT_CI_TIMES"; \
+	fi; \
 	echo "== the sim tier, $(SIM_WORKERS) processes"; \
 	LABSUPPORT_CI_TIMES_LABEL="pytest, the sim tier" \
 	    $(BIN)/python -m pytest -m "$(SIM_TIER)" -n $(SIM_WORKERS) --dist loadfile $(PYTEST_ARGS); sim=$$?; \
