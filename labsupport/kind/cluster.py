@@ -42,6 +42,9 @@ KUBE_PROXY_METRICS = "http://127.0.0.1:10249/metrics"
 #: How long kube-proxy may take to see a write (its informers' delay): traffic waits at least this long after the
 #: write, and after the EndpointSlices that follow it, before it trusts kube-proxy's metrics.
 NOTICE_SECONDS = 1.0
+#: How long traffic waits for kube-proxy to queue a sync after a write when it has queued none since: a write it
+#: does not act on (a ConfigMap) queues none, and on a busy machine its informers may take seconds to see one it does.
+QUIET_SECONDS = 6.0
 #: The longest traffic waits for kube-proxy to write what it noticed.
 CATCH_UP_SECONDS = 15.0
 #: The longest a proxy-mode switch waits for every restarted kube-proxy's first sync.
@@ -412,7 +415,8 @@ class KindBackend(KubeBackend):
         rules. First every Service of the lab's namespace with a selector must have its EndpointSlice (the
         controller writes it a moment after the Service; without it kube-proxy rejects the Service's ports); then
         kube-proxy's metrics say when it last queued and last finished a sync, and traffic goes once NOTICE_SECONDS
-        have passed since the write and the slices, and every sync queued by then is done."""
+        have passed since the write and the slices and every sync queued by then is done, and kube-proxy has queued a
+        sync since the write (or QUIET_SECONDS have passed without one: a write it does not act on)."""
         written = self._last_write
         if node is None or written is None or self._caught_up.get(node, 0.0) >= written:
             return
@@ -425,7 +429,8 @@ class KindBackend(KubeBackend):
             if marks is None:
                 break       # no metrics to read (kube-proxy stopped, or no curl on the node): go as before
             queued, synced = marks
-            if synced >= queued and time.time() - settled >= NOTICE_SECONDS:
+            quiet = time.time() - settled
+            if synced >= queued and quiet >= NOTICE_SECONDS and (queued >= written or quiet >= QUIET_SECONDS):
                 break
             time.sleep(0.2)
         self._caught_up[node] = written

@@ -521,6 +521,41 @@ def test_traffic_after_a_write_waits_for_kube_proxy_to_sync_it(kind_lab):
     assert len([c for c in runner.calls if c == metrics]) == polls, "waited again with no new write"
 
 
+def test_traffic_waits_for_a_kube_proxy_slow_to_notice_the_write(kind_lab):
+    """On a busy machine kube-proxy's informers may see a write seconds late: until then its metrics show only the
+    syncs before the write, all done, and a request sent then meets the old rules (lesson 09 on kind: the echo
+    Service's new externalTrafficPolicy not yet written, the client's address still SNATed)."""
+    import time
+    from labsupport.kind.cluster import KUBE_PROXY_METRICS, NOTICE_SECONDS
+    runner = kind_lab.runner
+    metrics = ["docker", "exec", "lab-worker", "curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS]
+    before = time.time() - 10
+    later = time.time() + 60
+    unnoticed = [kube_proxy_metrics(before, before + 1)] * 10     # 10 polls: about 2 s, past NOTICE_SECONDS
+    runner.answer_in_turn(metrics, *unnoticed, kube_proxy_metrics(later, before + 1), kube_proxy_metrics(later, later))
+    kind_lab.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                    "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    began = time.monotonic()
+    kind_lab.curl("http://10.96.0.1/", source="node/lab-worker")
+    assert time.monotonic() - began >= NOTICE_SECONDS
+    assert len([c for c in runner.calls if c == metrics]) == 12, "went before kube-proxy had queued the write"
+
+
+def test_a_write_kube_proxy_does_not_act_on_is_waited_for_a_bounded_time(kind_lab, monkeypatch):
+    import time
+    from labsupport.kind import cluster as kind_cluster_module
+    from labsupport.kind.cluster import KUBE_PROXY_METRICS
+    monkeypatch.setattr(kind_cluster_module, "QUIET_SECONDS", 2.0)
+    metrics = ["docker", "exec", "lab-worker", "curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS]
+    before = time.time() - 10
+    kind_lab.runner.answer_in_turn(metrics, kube_proxy_metrics(before, before + 1))
+    kind_lab.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "1"}})
+    began = time.monotonic()
+    kind_lab.curl("http://10.96.0.1/", source="node/lab-worker")
+    waited = time.monotonic() - began
+    assert 2.0 <= waited < kind_cluster_module.CATCH_UP_SECONDS, waited
+
+
 def test_a_proxy_mode_switch_waits_for_every_new_kube_proxys_first_sync(kind_lab, monkeypatch):
     import time
     from labsupport.kind.cluster import KUBE_PROXY_METRICS
