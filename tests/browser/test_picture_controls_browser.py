@@ -7,7 +7,8 @@ import nbformat
 import pytest
 
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.notebook_page import LIVE, button, control, open_notebook, run_all, shut_down_kernel
+from tests.browser.notebook_page import (LIVE, button, control, open_notebook, run_all, shut_down_kernel,
+                                        status_line)
 
 pytestmark = pytest.mark.browser
 PODS = f"{LIVE} svg.cluster-graph g.pod"
@@ -53,13 +54,6 @@ def picture(browser, jupyterlab):
     context.close()
 
 
-def status(page) -> tuple[str, str, dict]:
-    """The picture's status line, scrolled into view: its text, colour and where it is drawn."""
-    span = page.locator(f"{LIVE} > .widget-html span").last
-    span.scroll_into_view_if_needed()
-    return span.inner_text(), span.evaluate("e => getComputedStyle(e).color"), span.bounding_box()
-
-
 def on_screen(page, box: dict) -> bool:
     """Whether the box is drawn whole inside the window."""
     size = page.viewport_size
@@ -71,7 +65,7 @@ def test_curl_field_aims_at_the_service_there_is(picture):
     assert control(picture, "url").locator("input").input_value() == "http://echo:8080"
     button(picture, "send request").click()
     picture.wait_for_function(f"document.querySelectorAll('{LIVE} g.trace-step').length > 0", timeout=30_000)
-    text, color, box = status(picture)
+    text, color, box = status_line(picture)
     picture.screenshot(path=str(ARTIFACTS / "browser-picture-echo-request.png"), full_page=False)
     assert "200 from echo-" in text and color == GREEN and on_screen(picture, box), text
     # the first number sits by the pod that sent, the last by the pod that answered
@@ -97,7 +91,7 @@ def test_a_negative_replica_count_is_refused_on_screen(picture):
     picture.wait_for_function(f"document.querySelector('{LIVE} > .widget-html:last-child').innerText"
                               ".includes('replicas must be 0 or more')", timeout=30_000)
     picture.wait_for_timeout(1000)
-    text, color, where = status(picture)
+    text, color, where = status_line(picture)
     picture.screenshot(path=str(ARTIFACTS / "browser-picture-negative-replicas.png"), full_page=False)
     assert "not -1: nothing was scaled" in text and color == RED and on_screen(picture, where)
     assert box.input_value() == "2", "the box still shows the refused count"
@@ -109,7 +103,7 @@ def test_delete_pod_says_what_happens_and_moves_the_choice(picture):
     button(picture, "delete pod").click()
     picture.wait_for_function(f"document.querySelectorAll('{PODS}.terminating').length === 1", timeout=30_000)
     picture.wait_for_timeout(500)
-    text, color, where = status(picture)
+    text, color, where = status_line(picture)
     picture.screenshot(path=str(ARTIFACTS / "browser-picture-deleted.png"), full_page=False)
     assert "no preStop hook" in text and "runs its preStop hook" not in text, text
     assert on_screen(picture, where) and where["height"] >= 10

@@ -6,7 +6,8 @@ import nbformat
 import pytest
 
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.notebook_page import LIVE, button, control, open_notebook, run_all, shut_down_kernel, wait_count
+from tests.browser.notebook_page import (LIVE, button, control, open_notebook, run_all, shut_down_kernel,
+                                        status_line, wait_count)
 
 pytestmark = pytest.mark.browser
 PODS = f"{LIVE} svg.cluster-graph g.pod"
@@ -25,12 +26,6 @@ def lesson(browser, jupyterlab):
     page.screenshot(path=str(ARTIFACTS / "browser-student-view.png"), full_page=False)
     shut_down_kernel(page)
     context.close()
-
-
-def status(page) -> tuple[str, str]:
-    """The picture's status line: its text and colour."""
-    span = page.locator(f"{LIVE} > .widget-html span").last
-    return span.inner_text(), span.evaluate("e => getComputedStyle(e).color")
 
 
 def test_no_news_prompt_and_no_instructor_tools(lesson):
@@ -69,7 +64,7 @@ def test_break_readiness_without_a_probe_says_nothing_changes(lesson):
     button(lesson, "break readiness").click()
     lesson.wait_for_function(f"document.querySelector('{LIVE} > .widget-html:last-child')"
                              f".innerText.includes('readiness probe')", timeout=20_000)
-    text, color = status(lesson)
+    text, color, _ = status_line(lesson)
     assert "no readiness probe" in text and "nothing changes" in text and color == RED
 
 
@@ -79,7 +74,7 @@ def test_a_failed_request_is_red(lesson):
     button(lesson, "send request").click()
     lesson.wait_for_function(f"document.querySelector('{LIVE} > .widget-html:last-child')"
                              f".innerText.toLowerCase().includes('resolve')", timeout=20_000)
-    text, color = status(lesson)
+    text, color, _ = status_line(lesson)
     assert color == RED, f"{text!r} is shown in {color}"
 
 
