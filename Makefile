@@ -8,14 +8,23 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: lab test times clean-lab doctor bench upstream hub-proxy kind-images kubectl-wasm lite lite-serve
 
+# rfc3987-syntax comes with jsonschema's format-nongpl extra (jupyter-events asks for it) and only checks the "iri"
+# formats, which no schema here uses; importing it builds an Earley parser, 1.5 s of CPU in every process that
+# imports nbformat (each nbgrader command, each Jupyter server), so it is left out.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip uninstall --quiet --yes rfc3987-syntax
 	@touch $(STAMP)
+
+# labsupport's modules compiled ahead: where PYTHONDONTWRITEBYTECODE is set, no process writes them, and each one
+# that imports labsupport (a graded kernel, its lab server, its test runner) would compile them again.
+COMPILE := $(BIN)/python -m compileall -q -j 0 labsupport > /dev/null
 
 # make lab PORT=8890 IP=0.0.0.0 — JupyterLab's port and the address it listens on (its defaults: 8888, localhost)
 lab: $(STAMP)
+	@$(COMPILE)
 	LABSUPPORT_BACKEND=$${LABSUPPORT_BACKEND:-sim} $(BIN)/python -m labsupport.student_lab --notebook-dir=notebooks \
 	    $(if $(PORT),--port=$(PORT)) $(if $(IP),--ip=$(IP))
 
@@ -34,6 +43,7 @@ NETNS_TIERS := (kernel or upstream) and not browser and not classroom and not li
 BROWSER_TIERS := (browser or classroom or lite) and not kind
 
 test: $(STAMP)
+	@$(COMPILE)
 	@mkdir -p test-artifacts; if [ -z "$$LABSUPPORT_CI_TIMES" ]; then \
 	    export LABSUPPORT_CI_TIMES="$(CURDIR)/test-artifacts/ci-times.jsonl"; : > "$$LABSUPPORT_CI_TIMES"; \
 	fi; \
