@@ -207,11 +207,15 @@ def tier_totals(tests: list[Timing]) -> dict[str, dict]:
 
 
 def table(run: Run, limits: dict[str, float], slowest: int = SLOWEST) -> str:
-    """The time table: phases in the order they began, the tiers against their budgets, the slowest tests."""
+    """The time table: the slowest tests, the phases in the order they began, the tiers against their budgets. The
+    totals come last, where a log cut to its end still shows them."""
+    tests = run.tests
     starts = [p["start"] for p in run.phases] + [s["start"] for s in run.sessions]
     origin = min(starts) if starts else 0.0
-    lines = ["", "== where the time went " + "=" * 88,
-             f"{'phase':58} {'began at':>10} {'wall':>12}  note"]
+    lines = ["", "== where the time went " + "=" * 88, f"the {min(slowest, len(tests))} slowest tests:"]
+    for t in sorted(tests, key=lambda t: -t.seconds)[:slowest]:
+        lines.append(f"{clock(t.seconds):>12}  {t.tier:9} {t.id}")
+    lines += ["", f"{'phase':58} {'began at':>10} {'wall':>12}  note"]
     for p in sorted(run.phases, key=lambda p: p["start"]):
         note = ("background" if p.get("background") else "") + (f" exit {p['code']}" if p.get("code") else "")
         over = limits.get(p["phase"])
@@ -220,12 +224,10 @@ def table(run: Run, limits: dict[str, float], slowest: int = SLOWEST) -> str:
         lines.append(f"{p['phase'][:58]:58} {clock(p['start'] - origin):>10} {clock(p['end'] - p['start']):>12}"
                      f"  {note.strip()}")
     for s in run.sessions:
-        collecting = clock(s["collected"] - s["start"]) if s.get("collected") else "(in workers)"
-        lines.append(f"{(s['label'] + ': collecting the tests')[:58]:58} {clock(s['start'] - origin):>10} "
-                     f"{collecting:>12}")
-        lines.append(f"{(s['label'] + ': the whole session')[:58]:58} {clock(s['start'] - origin):>10} "
-                     f"{clock(s['end'] - s['start']):>12}  exit {s['exitstatus']}")
-    tests = run.tests
+        collecting = (f", collected in {clock(s['collected'] - s['start'])}" if s.get("collected")
+                      else ", collected in its workers")
+        lines.append(f"{s['label'][:58]:58} {clock(s['start'] - origin):>10} "
+                     f"{clock(s['end'] - s['start']):>12}  exit {s['exitstatus']}{collecting}")
     totals = tier_totals(tests)
     lines += ["", f"{'tier':12} {'tests':>6} {'test time':>12} {'on the clock':>13} {'budget':>8}  outcomes"]
     flagged = []
@@ -241,9 +243,6 @@ def table(run: Run, limits: dict[str, float], slowest: int = SLOWEST) -> str:
         lines.append(f"{tier:12} {row['tests']:>6} {clock(row['seconds']):>12} {clock(row['end'] - row['start']):>13} "
                      f"{(f'{budget:g} min' if budget is not None else '-'):>8}  {outcomes}"
                      + ("  OVER BUDGET" if over else ""))
-    lines += ["", f"the {min(slowest, len(tests))} slowest tests:"]
-    for t in sorted(tests, key=lambda t: -t.seconds)[:slowest]:
-        lines.append(f"{clock(t.seconds):>12}  {t.tier:9} {t.id}")
     if flagged:
         lines += ["", f"OVER BUDGET: {', '.join(flagged)} (the budgets are in docs/ci.md)"]
     lines += run.problems
