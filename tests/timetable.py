@@ -2,7 +2,9 @@
 `.ci/run` times beside it, and the table printed from them at the end of a run (`python -m tests.timetable FILE`).
 
 Everything goes to one JSON-lines file, one event per line: `{"phase": …}` for a step of `.ci/run` or a cluster a
-fixture made (`record_phase`), `{"tests": …}` for one pytest session. LABSUPPORT_CI_TIMES names it; without it a
+fixture made (`record_phase`), `{"tests": …}` for one pytest session, `{"cpu": …}` for a reading of the machine's
+CPU counters (`sample_cpu`, which `.ci/run` runs beside everything: the table says how busy the cores were in each
+phase). LABSUPPORT_CI_TIMES names it; without it a
 pytest session writes `test-artifacts/ci-times.jsonl` afresh. Each tier's budget is in docs/ci.md's ```budgets
 block, read here, so the page and the table's flags cannot drift apart.
 """
@@ -139,6 +141,37 @@ def register(config) -> None:
     config.pluginmanager.register(TimeRecorder(events_file(), label), "labsupport-timetable")
 
 
+def cpu_counters(stat: str) -> tuple[int, int, int]:
+    """(busy, total, steal) jiffies of all CPUs together from /proc/stat's text. Of its first eight counters (user,
+    nice, system, idle, iowait, irq, softirq, steal; guest time is counted in user already) the total is their sum,
+    busy leaves out idle, iowait and steal (the time a virtual machine's host gave to others)."""
+    fields = [int(v) for v in stat.splitlines()[0].split()[1:9]]
+    fields += [0] * (8 - len(fields))
+    return sum(fields) - fields[3] - fields[4] - fields[7], sum(fields), fields[7]
+
+
+def sample_cpu(path: pathlib.Path, every: float = 5.0) -> None:
+    """Append a reading of the CPU counters to `path` every `every` seconds, until killed."""
+    cores = os.cpu_count() or 1
+    while True:
+        busy, total, steal = cpu_counters(pathlib.Path("/proc/stat").read_text())
+        write_event({"cpu": round(time.time(), 3), "busy": busy, "total": total, "steal": steal, "cores": cores},
+                    path)
+        time.sleep(every)
+
+
+def busy_cores(samples: list[dict], start: float, end: float, counter: str = "busy") -> float | None:
+    """How many cores were busy on average from `start` to `end` (or, with counter="steal", taken by the host),
+    from the readings around that span; None when fewer than two readings cover it."""
+    before = [s for s in samples if s["cpu"] <= start]
+    after = [s for s in samples if s["cpu"] >= end]
+    first = before[-1] if before else next((s for s in samples if s["cpu"] > start), None)
+    last = after[0] if after else next((s for s in reversed(samples) if s["cpu"] < end), None)
+    if first is None or last is None or last["cpu"] <= first["cpu"] or last["total"] <= first["total"]:
+        return None
+    return (last.get(counter, 0) - first.get(counter, 0)) / (last["total"] - first["total"]) * last["cores"]
+
+
 # --- the table ----------------------------------------------------------------------------------------------------
 def budgets(doc: pathlib.Path = DOC) -> dict[str, float]:
     """Each tier's (or phase's) budget in minutes, from the doc's ```budgets block (`name: minutes`)."""
@@ -158,6 +191,7 @@ class Run:
     phases: list[dict] = field(default_factory=list)
     sessions: list[dict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    cpu: list[dict] = field(default_factory=list)
 
     @property
     def tests(self) -> list[Timing]:
@@ -179,6 +213,8 @@ def read_events(path: pathlib.Path) -> Run:
             run.phases.append(event)
         elif "tests" in event:
             run.sessions.append(event)
+        elif "cpu" in event:
+            run.cpu.append(event)
         else:
             run.problems.append(f"{path}:{number}: an event of no known kind: {line[:80]!r}")
     return run
@@ -215,19 +251,30 @@ def table(run: Run, limits: dict[str, float], slowest: int = SLOWEST) -> str:
     lines = ["", "== where the time went " + "=" * 88, f"the {min(slowest, len(tests))} slowest tests:"]
     for t in sorted(tests, key=lambda t: -t.seconds)[:slowest]:
         lines.append(f"{clock(t.seconds):>12}  {t.tier:9} {t.id}")
-    lines += ["", f"{'phase':58} {'began at':>10} {'wall':>12}  note"]
+    samples = sorted(run.cpu, key=lambda s: s["cpu"])
+
+    def busy(start: float, end: float) -> str:
+        cores = busy_cores(samples, start, end)
+        return f"{cores:.1f} of {samples[-1]['cores']}" if cores is not None else "-"
+
+    def stolen(start: float, end: float) -> str:
+        cores = busy_cores(samples, start, end, "steal")
+        return f" (the host took {cores:.1f})" if cores is not None and cores >= 0.1 else ""
+
+    lines += ["", f"{'phase':52} {'began at':>10} {'wall':>12} {'cores busy':>10}  note"]
     for p in sorted(run.phases, key=lambda p: p["start"]):
         note = ("background" if p.get("background") else "") + (f" exit {p['code']}" if p.get("code") else "")
         over = limits.get(p["phase"])
         if over is not None and p["end"] - p["start"] > over * 60:
             note += f" OVER its budget of {over:g} min"
-        lines.append(f"{p['phase'][:58]:58} {clock(p['start'] - origin):>10} {clock(p['end'] - p['start']):>12}"
-                     f"  {note.strip()}")
+        lines.append(f"{p['phase'][:52]:52} {clock(p['start'] - origin):>10} {clock(p['end'] - p['start']):>12} "
+                     f"{busy(p['start'], p['end']):>10}  {(note + stolen(p['start'], p['end'])).strip()}")
     for s in run.sessions:
         collecting = (f", collected in {clock(s['collected'] - s['start'])}" if s.get("collected")
                       else ", collected in its workers")
-        lines.append(f"{s['label'][:58]:58} {clock(s['start'] - origin):>10} "
-                     f"{clock(s['end'] - s['start']):>12}  exit {s['exitstatus']}{collecting}")
+        lines.append(f"{s['label'][:52]:52} {clock(s['start'] - origin):>10} {clock(s['end'] - s['start']):>12} "
+                     f"{busy(s['start'], s['end']):>10}  exit {s['exitstatus']}{collecting}"
+                     f"{stolen(s['start'], s['end'])}")
     totals = tier_totals(tests)
     lines += ["", f"{'tier':12} {'tests':>6} {'test time':>12} {'on the clock':>13} {'budget':>8}  outcomes"]
     flagged = []
@@ -250,7 +297,11 @@ def table(run: Run, limits: dict[str, float], slowest: int = SLOWEST) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """Print the table of the events file argv[0] (default: LABSUPPORT_CI_TIMES, or the last pytest session's)."""
+    """Print the table of the events file argv[0] (default: LABSUPPORT_CI_TIMES, or the last pytest session's);
+    `--sample-cpu FILE` appends readings of the CPU counters to FILE until killed."""
+    if argv[:1] == ["--sample-cpu"] and len(argv) == 2:
+        sample_cpu(pathlib.Path(argv[1]))
+        return 0
     path = pathlib.Path(argv[0]) if argv else events_file()
     if not path.is_file():
         print(f"no time table: {path} does not exist (nothing was recorded)", file=sys.stderr)

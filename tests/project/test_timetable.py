@@ -88,3 +88,39 @@ def test_a_pytest_session_records_each_tests_tier_and_the_table_prints(tmp_path)
     printed = subprocess.run([sys.executable, "-m", "tests.timetable", str(events)], cwd=timetable.ROOT,
                              capture_output=True, text=True)
     assert printed.returncode == 0 and "1 failed" in printed.stdout and "test_on_the_kernel" in printed.stdout
+
+
+def test_the_cores_busy_in_a_phase_come_from_the_readings_around_it():
+    from tests.timetable import busy_cores, cpu_counters
+    assert cpu_counters("cpu  100 5 50 800 40 3 2 7 30 0\ncpu0 1 2 3 4 5\n") == (160, 1007, 7)
+    readings = [{"cpu": t, "busy": busy, "total": total, "steal": steal, "cores": 2}
+                for t, busy, total, steal in ((0.0, 0, 0, 0), (10.0, 150, 200, 20), (20.0, 200, 400, 20),
+                                              (30.0, 400, 600, 20))]
+    assert busy_cores(readings, 0.0, 10.0) == 1.5
+    assert busy_cores(readings, 12.0, 18.0) == 0.5, "the readings just outside the span"
+    assert busy_cores(readings, 0.0, 30.0) == 2 * 400 / 600
+    assert busy_cores(readings[:1], 0.0, 30.0) is None
+    run = Run(phases=[{"phase": "venv", "start": 0.0, "end": 10.0, "code": 0, "background": False},
+                      {"phase": "make test", "start": 40.0, "end": 50.0, "code": 0, "background": False}],
+              cpu=readings)
+    rows = {line.split()[0]: line for line in table(run, {}).splitlines() if line.split()}
+    assert "1.5 of 2" in rows["venv"] and "cores busy" in table(run, {})
+    assert "(the host took 0.2)" in rows["venv"], "a virtual machine's stolen time is shown"
+    assert " - " in rows["make"], "no reading after the phase: no figure"
+
+
+def test_the_sampler_writes_readings_that_the_table_reads(tmp_path):
+    import time
+    path = tmp_path / "times.jsonl"
+    sampler = subprocess.Popen([sys.executable, "-m", "tests.timetable", "--sample-cpu", str(path)],
+                               cwd=timetable.ROOT)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (path.exists() and path.read_text().strip()):
+            time.sleep(0.1)
+    finally:
+        sampler.kill()
+        sampler.wait()
+    run = read_events(path)
+    assert run.cpu and not run.problems
+    assert run.cpu[0]["busy"] <= run.cpu[0]["total"] and run.cpu[0]["cores"] >= 1
