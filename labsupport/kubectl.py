@@ -204,7 +204,25 @@ def _in_browser(args: list[str], env: dict, serve: Callable[..., Any] | None, sh
         return result
     if code == 124 and not watch:
         err += f"kubectl did not finish within {timeout:g} s\n"
+    if watch and events is not None:
+        out = _first_rows(out, events)
     return _show(KubectlResult(args, out, err, code), show)
+
+
+def _first_rows(text: str, events: int) -> str:
+    """A watch's output cut to its header and its first `events` rows: kubectl may print more in the piece that
+    brought the last of them, and a run stopped for `events` rows shows no more than that on any machine."""
+    kept: list[str] = []
+    rows, header_seen = 0, False
+    for line in text.splitlines(keepends=True):
+        if rows >= events:
+            break
+        kept.append(line)
+        if not header_seen and _is_header(line):
+            header_seen = True
+        else:
+            rows += 1
+    return "".join(kept)
 
 
 def _stream(args: list[str], env: dict, show: bool, input: str | None, timeout: float | None,
@@ -237,6 +255,8 @@ def _stream(args: list[str], env: dict, show: bool, input: str | None, timeout: 
             buffers[stream] += chunk
             *lines, buffers[stream] = buffers[stream].split(b"\n")
             for raw in lines:
+                if stream is proc.stdout and events is not None and rows >= events:
+                    break       # rows past the ones asked for, in the piece that brought the last: left out
                 line = raw.decode("utf-8", errors="replace") + "\n"
                 (out if stream is proc.stdout else err).append(line)
                 if show:
@@ -249,6 +269,7 @@ def _stream(args: list[str], env: dict, show: bool, input: str | None, timeout: 
                         rows += 1
             if events is not None and rows >= events:
                 stopped = True
+                buffers[proc.stdout] = b""
                 open_streams = []
                 break
     if stopped and proc.poll() is None:

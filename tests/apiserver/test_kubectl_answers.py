@@ -51,3 +51,27 @@ def test_watch_without_limits_ends_by_itself(lab):
     assert result.returncode == 0
     assert "kubernetes" in result.stdout
     assert time.monotonic() - started < WATCH_SECONDS + 10
+
+
+#: What a watch printed in one write: its header, six rows and the start of a seventh.
+BURST = ("NAME   READY   STATUS\nweb-1   1/1   Running\nweb-2   1/1   Running\nweb-3   0/1   Pending\n"
+         "web-4   1/1   Terminating\nweb-1   1/1   Terminating\nweb-3   1/1   Running\nweb-5")
+FIRST_FOUR = ("NAME   READY   STATUS\nweb-1   1/1   Running\nweb-2   1/1   Running\nweb-3   0/1   Pending\n"
+              "web-4   1/1   Terminating\n")
+
+
+def test_a_watch_keeps_the_rows_asked_for_when_more_come_in_one_piece(tmp_path, monkeypatch, capsys):
+    """On a busy machine kubectl may print the rows asked for and the next ones in one write: a run stopped after
+    `events` rows keeps and shows those rows only, on CPython as in a tab (the same watch must print the same)."""
+    from labsupport import kubectl
+    fake = tmp_path / "kubectl"
+    fake.write_text("#!/bin/sh\nprintf '" + BURST.replace("\n", "\\n") + "'\nexec sleep 30\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(kubectl, "find_kubectl", lambda: str(fake))
+    began = time.monotonic()
+    result = kubectl.run_kubectl(None, "get pods -w", events=4, timeout=20)
+    assert time.monotonic() - began < 15, "stopped once the rows had come"
+    assert (result.stdout, result.returncode) == (FIRST_FOUR, 0)
+    assert capsys.readouterr().out == FIRST_FOUR, "the rows past the ones asked for are not shown either"
+    # the tab's kubectl hands back everything it printed: the same cut applies
+    assert kubectl._first_rows(BURST, 4) == FIRST_FOUR
