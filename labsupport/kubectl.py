@@ -157,7 +157,8 @@ def _show(result: KubectlResult, show: bool) -> KubectlResult:
 
 
 class _RowCounter:
-    """Counts the rows a watch prints below its header, piece by piece; says when `events` have come."""
+    """Counts the rows a watch prints below its header; says when `events` have come. Fed whole lines (`line`) or
+    pieces as they are printed (calling it)."""
 
     def __init__(self, events: int | None):
         self.events = events
@@ -165,14 +166,21 @@ class _RowCounter:
         self._header_seen = False
         self._partial = ""
 
+    @property
+    def done(self) -> bool:
+        return self.events is not None and self.rows >= self.events
+
+    def line(self, line: str) -> None:
+        if not self._header_seen and _is_header(line):
+            self._header_seen = True
+        else:
+            self.rows += 1
+
     def __call__(self, text: str) -> bool:
         *lines, self._partial = (self._partial + text).split("\n")
         for line in lines:
-            if not self._header_seen and _is_header(line):
-                self._header_seen = True
-            else:
-                self.rows += 1
-        return self.events is not None and self.rows >= self.events
+            self.line(line)
+        return self.done
 
 
 def _in_browser(args: list[str], env: dict, serve: Callable[..., Any] | None, show: bool, input: str | None,
@@ -212,16 +220,12 @@ def _in_browser(args: list[str], env: dict, serve: Callable[..., Any] | None, sh
 def _first_rows(text: str, events: int) -> str:
     """A watch's output cut to its header and its first `events` rows: kubectl may print more in the piece that
     brought the last of them, and a run stopped for `events` rows shows no more than that on any machine."""
-    kept: list[str] = []
-    rows, header_seen = 0, False
+    counter, kept = _RowCounter(events), []
     for line in text.splitlines(keepends=True):
-        if rows >= events:
+        if counter.done:
             break
         kept.append(line)
-        if not header_seen and _is_header(line):
-            header_seen = True
-        else:
-            rows += 1
+        counter.line(line)
     return "".join(kept)
 
 
@@ -237,8 +241,7 @@ def _stream(args: list[str], env: dict, show: bool, input: str | None, timeout: 
     out: list[str] = []
     err: list[str] = []
     buffers = {proc.stdout: b"", proc.stderr: b""}
-    rows = 0
-    header_seen = False
+    counter = _RowCounter(events)
     stopped = False
     open_streams = [proc.stdout, proc.stderr]
     while open_streams:
@@ -255,7 +258,7 @@ def _stream(args: list[str], env: dict, show: bool, input: str | None, timeout: 
             buffers[stream] += chunk
             *lines, buffers[stream] = buffers[stream].split(b"\n")
             for raw in lines:
-                if stream is proc.stdout and events is not None and rows >= events:
+                if stream is proc.stdout and counter.done:
                     break       # rows past the ones asked for, in the piece that brought the last: left out
                 line = raw.decode("utf-8", errors="replace") + "\n"
                 (out if stream is proc.stdout else err).append(line)
@@ -263,11 +266,8 @@ def _stream(args: list[str], env: dict, show: bool, input: str | None, timeout: 
                     sys.stdout.write(line)
                     sys.stdout.flush()
                 if stream is proc.stdout:
-                    if not header_seen and _is_header(line):
-                        header_seen = True
-                    else:
-                        rows += 1
-            if events is not None and rows >= events:
+                    counter.line(line)
+            if counter.done:
                 stopped = True
                 buffers[proc.stdout] = b""
                 open_streams = []
