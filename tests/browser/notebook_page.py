@@ -71,12 +71,13 @@ def status_html(page) -> str:
     return page.locator(f"{LIVE} > .widget-html").last.inner_html()
 
 
-#: Reads the picture's status line in one step in the page: a redraw replaces the span, so a handle taken before
-#: it (scroll, then read) can find it gone from the document.
-_STATUS_LINE = """selector => {
+#: The picture's status line (the last span of its HTML output).
+STATUS_LINE = f"{LIVE} > .widget-html span"
+#: Reads the status line in one step in the page: a redraw replaces the span, so a handle taken before it (scroll,
+#: then read) can find it gone from the document.
+_READ_STATUS_LINE = """selector => {
     const spans = document.querySelectorAll(selector);
     const span = spans[spans.length - 1];
-    if (!span) return null;
     span.scrollIntoView({block: "nearest"});
     const r = span.getBoundingClientRect();
     return [span.innerText, getComputedStyle(span).color, {x: r.x, y: r.y, width: r.width, height: r.height}];
@@ -85,7 +86,6 @@ _STATUS_LINE = """selector => {
 
 def status_line(page) -> tuple[str, str, dict]:
     """The picture's status line, scrolled into view: its text, colour and where it is drawn in the window."""
-    page.wait_for_function(f"document.querySelector('{LIVE} > .widget-html span') !== null", timeout=30_000)
-    text, color, box = page.evaluate(_STATUS_LINE, f"{LIVE} > .widget-html span")
+    page.wait_for_function(f"document.querySelector('{STATUS_LINE}') !== null", timeout=30_000)
+    text, color, box = page.evaluate(_READ_STATUS_LINE, STATUS_LINE)
     return text, color, box
-

@@ -490,6 +490,12 @@ def test_a_node_name_in_a_url_is_curled_at_that_nodes_address(kind_lab):
     assert [c for c in kind_lab.runner.commands() if " curl " in c][-1].endswith(" http://lab-nowhere:30080/")
 
 
+def metrics_command(node: str = "lab-worker") -> list[str]:
+    """The command that reads kube-proxy's metrics on a node (the runner answers it)."""
+    from labsupport.kind.cluster import KUBE_PROXY_METRICS
+    return ["docker", "exec", node, "curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS]
+
+
 def kube_proxy_metrics(queued: float, synced: float) -> str:
     """kube-proxy's /metrics as a node serves it, with its last queued and last finished sync of the rules."""
     return ("# HELP kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds [ALPHA] The last time a sync of proxy "
@@ -501,9 +507,9 @@ def kube_proxy_metrics(queued: float, synced: float) -> str:
 
 def test_traffic_after_a_write_waits_for_kube_proxy_to_sync_it(kind_lab):
     import time
-    from labsupport.kind.cluster import KUBE_PROXY_METRICS, NOTICE_SECONDS
+    from labsupport.kind.cluster import NOTICE_SECONDS
     runner = kind_lab.runner
-    metrics = ["docker", "exec", "lab-worker", "curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS]
+    metrics = metrics_command()
     kind_lab.curl("http://10.96.0.1/", source="node/lab-worker")
     assert not [c for c in runner.calls if c == metrics], "waited for kube-proxy though nothing was written"
     soon = time.time() + 60
@@ -526,9 +532,9 @@ def test_traffic_waits_for_a_kube_proxy_slow_to_notice_the_write(kind_lab):
     syncs before the write, all done, and a request sent then meets the old rules (lesson 09 on kind: the echo
     Service's new externalTrafficPolicy not yet written, the client's address still SNATed)."""
     import time
-    from labsupport.kind.cluster import KUBE_PROXY_METRICS, NOTICE_SECONDS
+    from labsupport.kind.cluster import NOTICE_SECONDS
     runner = kind_lab.runner
-    metrics = ["docker", "exec", "lab-worker", "curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS]
+    metrics = metrics_command()
     before = time.time() - 10
     later = time.time() + 60
     unnoticed = [kube_proxy_metrics(before, before + 1)] * 10     # 10 polls: about 2 s, past NOTICE_SECONDS
@@ -544,9 +550,8 @@ def test_traffic_waits_for_a_kube_proxy_slow_to_notice_the_write(kind_lab):
 def test_a_write_kube_proxy_does_not_act_on_is_waited_for_a_bounded_time(kind_lab, monkeypatch):
     import time
     from labsupport.kind import cluster as kind_cluster_module
-    from labsupport.kind.cluster import KUBE_PROXY_METRICS
     monkeypatch.setattr(kind_cluster_module, "QUIET_SECONDS", 2.0)
-    metrics = ["docker", "exec", "lab-worker", "curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS]
+    metrics = metrics_command()
     before = time.time() - 10
     kind_lab.runner.answer_in_turn(metrics, kube_proxy_metrics(before, before + 1))
     kind_lab.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "1"}})
@@ -558,13 +563,9 @@ def test_a_write_kube_proxy_does_not_act_on_is_waited_for_a_bounded_time(kind_la
 
 def test_a_proxy_mode_switch_waits_for_every_new_kube_proxys_first_sync(kind_lab, monkeypatch):
     import time
-    from labsupport.kind.cluster import KUBE_PROXY_METRICS
     runner = kind_lab.runner
     nodes = kind_lab.backend.kind_cluster.nodes()
-
-    def metrics(node: str) -> list[str]:
-        return ["docker", "exec", node, "curl", "-s", "--max-time", "2", KUBE_PROXY_METRICS]
-
+    metrics = metrics_command
     now = time.time()
     starting = ("# HELP kubeproxy_sync_proxy_rules_duration_seconds ...\n"   # up, no sync yet: no sync gauges
                 "kubeproxy_sync_proxy_rules_duration_seconds_count 0\n")
